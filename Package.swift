@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "attestgate",
+    products: [
+        .executable(name: "attestgate", targets: ["attestgate"]),
+    ],
+    targets: [
+        // C libraries, imported as system modules.
+        .systemLibrary(name: "CEvent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        // What Swift cannot import directly: the hiredis libevent adapter, function-like macros.
+        .target(name: "CShims", dependencies: ["CEvent", "CHiredis", "COpenSSL"]),
+
+        // Thin wrappers over the C libraries.
+        .target(name: "AGCrypto", dependencies: ["COpenSSL", "CShims"]),
+        .target(name: "AGRedis", dependencies: ["CEvent", "CHiredis", "CShims"]),
+        .target(name: "AGHTTP", dependencies: ["CEvent", "CShims"]),
+
+        // Pure domain code.
+        .target(name: "AGFormats", dependencies: ["AGCrypto"]),
+        .target(name: "AGAppAttest", dependencies: ["AGCrypto", "AGFormats"]),
+
+        // The gateway and the executable.
+        .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGAppAttest", "AGRedis", "AGHTTP", "CYAML"]),
+        .executableTarget(name: "attestgate", dependencies: ["AGGateway"]),
+
+        .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
+        .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
+        .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest"]),
+        .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
+        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGTestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport"]),
+        .target(name: "AGTestSupport", dependencies: ["AGHTTP", "AGRedis"], path: "Tests/AGTestSupport"),
+    ],
+    swiftLanguageModes: [.v6]
+)

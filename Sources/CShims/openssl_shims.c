@@ -1,0 +1,4 @@
+#include "ag_openssl.h"
+
+long ag_bio_get_mem_data(BIO *bio, char **out) { return BIO_get_mem_data(bio, out); }
+void ag_openssl_free(void *ptr) { OPENSSL_free(ptr); }
