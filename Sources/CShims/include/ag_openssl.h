@@ -1,10 +1,10 @@
 #ifndef AG_OPENSSL_H
 #define AG_OPENSSL_H
-#include <openssl/bio.h>
-#include <openssl/crypto.h>
+// Forward declarations only: including OpenSSL here would clash with the COpenSSL module.
+struct bio_st;
 
 /// `BIO_get_mem_data` is a macro.
-long ag_bio_get_mem_data(BIO *bio, char **out);
+long ag_bio_get_mem_data(struct bio_st *bio, char **out);
 /// `OPENSSL_free` is a macro.
 void ag_openssl_free(void *ptr);
 #endif
