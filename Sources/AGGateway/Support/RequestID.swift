@@ -1,0 +1,41 @@
+/// Request identifiers: the client's own when it sent a sane one, else a fresh random UUID.
+public enum RequestID {
+    /// Accepts 1–128 characters from `[A-Za-z0-9._:-]`, so an echoed id can never inject
+    /// anything into headers or logs.
+    public static func isSane(_ value: String) -> Bool {
+        let utf8 = value.utf8
+        guard !utf8.isEmpty, utf8.count <= 128 else { return false }
+        return utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                 UInt8(ascii: ":"), UInt8(ascii: "-"):
+                true
+            default:
+                false
+            }
+        }
+    }
+
+    public static func resolve(_ incoming: String?) -> String {
+        if let incoming, isSane(incoming) { return incoming }
+        return newUUID()
+    }
+
+    /// A version 4 UUID, lower-case.
+    public static func newUUID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<2).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        for (index, byte) in bytes.enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { out.append(UInt8(ascii: "-")) }
+            out.append(hex[Int(byte >> 4)])
+            out.append(hex[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

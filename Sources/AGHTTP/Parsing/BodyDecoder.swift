@@ -1,0 +1,171 @@
+internal import CEvent
+
+/// Decodes a message body from an input `evbuffer` into an output `evbuffer`, without copying
+/// payload bytes (chunks move between buffers by reference).
+struct BodyDecoder {
+    enum Result: Equatable {
+        /// Some or no bytes moved; more input is needed.
+        case needMore
+        /// The body is complete; bytes after it stay in the input.
+        case done
+        case malformed(String)
+    }
+
+    private enum State {
+        case length(remaining: Int)
+        case chunkSize
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailers
+        case untilClose
+        case done
+    }
+
+    private var state: State
+    private(set) var bytesDecoded = 0
+    static let maxLineLength = 4096
+
+    init(_ framing: BodyFraming) {
+        switch framing {
+        case .none: state = .done
+        case .length(let n): state = .length(remaining: n)
+        case .chunked: state = .chunkSize
+        case .untilClose: state = .untilClose
+        }
+    }
+
+    var isDone: Bool {
+        if case .done = state { return true }
+        return false
+    }
+
+    /// True when the body ends only when the peer closes.
+    var endsAtClose: Bool {
+        if case .untilClose = state { return true }
+        return false
+    }
+
+    /// Moves decoded body bytes from `input` to `output`, at most `budget` of them.
+    mutating func decode(from input: OpaquePointer, into output: OpaquePointer, budget: Int = .max) -> Result {
+        var budget = budget
+        while true {
+            switch state {
+            case .done:
+                return .done
+            case .length(let remaining):
+                let available = min(evbuffer_get_length(input), remaining, budget)
+                if available > 0 {
+                    evbuffer_remove_buffer(input, output, available)
+                    bytesDecoded += available
+                    budget -= available
+                }
+                if remaining - available == 0 {
+                    state = .done
+                    return .done
+                }
+                state = .length(remaining: remaining - available)
+                return .needMore
+            case .untilClose:
+                let available = min(evbuffer_get_length(input), budget)
+                if available > 0 {
+                    evbuffer_remove_buffer(input, output, available)
+                    bytesDecoded += available
+                }
+                return .needMore
+            case .chunkSize:
+                guard let line = readLine(input) else {
+                    return evbuffer_get_length(input) > Self.maxLineLength ? .malformed("chunk size line too long") : .needMore
+                }
+                guard let size = Self.parseChunkSize(line) else { return .malformed("malformed chunk size") }
+                state = size == 0 ? .trailers : .chunkData(remaining: size)
+            case .chunkData(let remaining):
+                let available = min(evbuffer_get_length(input), remaining, budget)
+                if available > 0 {
+                    evbuffer_remove_buffer(input, output, available)
+                    bytesDecoded += available
+                    budget -= available
+                }
+                if remaining - available == 0 {
+                    state = .chunkDataEnd
+                } else {
+                    state = .chunkData(remaining: remaining - available)
+                    return .needMore
+                }
+            case .chunkDataEnd:
+                guard let line = readLine(input) else {
+                    return evbuffer_get_length(input) >= 2 ? .malformed("missing CRLF after chunk") : .needMore
+                }
+                guard line.isEmpty else { return .malformed("missing CRLF after chunk") }
+                state = .chunkSize
+            case .trailers:
+                // Trailer fields are read and dropped; the proxy does not forward them.
+                guard let line = readLine(input) else {
+                    return evbuffer_get_length(input) > Self.maxLineLength ? .malformed("trailer line too long") : .needMore
+                }
+                if line.isEmpty {
+                    state = .done
+                    return .done
+                }
+            }
+        }
+    }
+
+    private func readLine(_ input: OpaquePointer) -> [UInt8]? {
+        var eolLength = 0
+        let found = evbuffer_search_eol(input, nil, &eolLength, EVBUFFER_EOL_CRLF)
+        guard found.pos >= 0, found.pos <= Self.maxLineLength else { return nil }
+        var line = [UInt8](repeating: 0, count: found.pos)
+        if found.pos > 0 {
+            line.withUnsafeMutableBytes { _ = evbuffer_remove(input, $0.baseAddress, found.pos) }
+        }
+        evbuffer_drain(input, eolLength)
+        return line
+    }
+
+    static func parseChunkSize(_ line: [UInt8]) -> Int? {
+        var size = 0
+        var digits = 0
+        for byte in line {
+            let value: Int
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = Int(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = Int(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = Int(byte - UInt8(ascii: "A") + 10)
+            case UInt8(ascii: ";"), UInt8(ascii: " "), UInt8(ascii: "\t"):
+                return digits > 0 ? size : nil
+            default: return nil
+            }
+            digits += 1
+            guard digits <= 15 else { return nil }
+            size = size * 16 + value
+        }
+        return digits > 0 ? size : nil
+    }
+}
+
+/// Encodes chunked transfer coding onto an output buffer.
+enum ChunkedEncoder {
+    static func writeChunk(from body: OpaquePointer, to output: OpaquePointer) {
+        let length = evbuffer_get_length(body)
+        guard length > 0 else { return }
+        let sizeLine = String(length, radix: 16) + "\r\n"
+        evbuffer_add_string(output, sizeLine)
+        evbuffer_add_buffer(output, body)
+        evbuffer_add_string(output, "\r\n")
+    }
+
+    static func writeEnd(to output: OpaquePointer) {
+        evbuffer_add_string(output, "0\r\n\r\n")
+    }
+}
+
+@inline(__always)
+func evbuffer_add_string(_ buffer: OpaquePointer, _ string: String) {
+    var string = string
+    string.withUTF8 { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
+}
+
+@inline(__always)
+func evbuffer_add_bytes(_ buffer: OpaquePointer, _ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
+}

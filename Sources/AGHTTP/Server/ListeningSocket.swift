@@ -1,0 +1,108 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CEvent
+
+/// A bound, listening TCP socket, shared by every worker's server.
+public struct ListeningSocket: Sendable {
+    public let fileDescriptor: Int32
+    public let port: Int
+
+    public enum BindError: Error, CustomStringConvertible {
+        case badAddress(String)
+        case system(String, Int32)
+
+        public var description: String {
+            switch self {
+            case .badAddress(let address): "invalid listen address \(address)"
+            case .system(let call, let code): "\(call) failed: \(String(cString: strerror(code)))"
+            }
+        }
+    }
+
+    /// Binds `host:port` (IPv4 or IPv6 literal; port 0 picks a free one) and listens.
+    public static func bind(host: String, port: Int, backlog: Int32 = 1024) throws(BindError) -> ListeningSocket {
+        var storage = sockaddr_storage()
+        var length: socklen_t = 0
+        let family: Int32
+        if host.contains(":") {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = in_port_t(UInt16(port).bigEndian)
+            guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else { throw .badAddress(host) }
+            withUnsafeMutableBytes(of: &storage) { dst in withUnsafeBytes(of: address) { dst.copyMemory(from: $0) } }
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            family = AF_INET6
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            let name = host == "localhost" ? "127.0.0.1" : host
+            guard inet_pton(AF_INET, name, &address.sin_addr) == 1 else { throw .badAddress(host) }
+            withUnsafeMutableBytes(of: &storage) { dst in withUnsafeBytes(of: address) { dst.copyMemory(from: $0) } }
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            family = AF_INET
+        }
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .system("socket", errno) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
+        }
+        guard bound == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw .system("bind \(host):\(port)", code)
+        }
+        guard listen(fd, backlog) == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw .system("listen", code)
+        }
+        evutil_make_socket_nonblocking(fd)
+        var actual = sockaddr_storage()
+        var actualLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &actualLength) }
+        }
+        let actualPort: UInt16 = withUnsafeBytes(of: actual) { raw in
+            // sin_port and sin6_port sit at the same offset.
+            raw.load(fromByteOffset: 2, as: UInt16.self).bigEndian
+        }
+        return ListeningSocket(fileDescriptor: fd, port: Int(actualPort))
+    }
+
+    public func close() {
+        _ = Glibc.close(fileDescriptor)
+    }
+}
+
+/// Renders a socket address as an IP string ("127.0.0.1", "::1").
+func ipString(_ address: UnsafePointer<sockaddr>?) -> String {
+    guard let address else { return "" }
+    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+    switch Int32(address.pointee.sa_family) {
+    case AF_INET:
+        return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
+            var addr = v4.pointee.sin_addr
+            inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count))
+            return cString(buffer)
+        }
+    case AF_INET6:
+        return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
+            var addr = v6.pointee.sin6_addr
+            inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count))
+            let text = cString(buffer)
+            // Report IPv4-mapped peers in their IPv4 form.
+            return text.hasPrefix("::ffff:") && text.contains(".") ? String(text.dropFirst(7)) : text
+        }
+    default:
+        return ""
+    }
+}
+
+private func cString(_ buffer: [CChar]) -> String {
+    let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+    return String(decoding: bytes, as: UTF8.self)
+}

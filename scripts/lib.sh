@@ -1,0 +1,42 @@
+# Shared shell helpers for scripts/run, scripts/test and scripts/bench.
+
+# Debian packages the gateway needs to build and run.
+AG_PACKAGES=(libevent-dev libhiredis-dev libssl-dev libyaml-dev redis-server pkg-config)
+
+# Installs whatever of the given Debian packages is missing.
+ensure_packages() {
+    local missing=()
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "installing: ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+}
+
+# Prints a TCP port that is free on 127.0.0.1 right now.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Starts a redis-server on 127.0.0.1:$1 with its files in $2; waits until it answers.
+start_redis() {
+    local port=$1 dir=$2
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
+        --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null
+    for _ in $(seq 1 100); do
+        redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+        sleep 0.05
+    done
+    echo "redis-server did not start on port $port (see $dir/redis.log)" >&2
+    return 1
+}
+
+stop_redis() {
+    local dir=$1
+    [ -f "$dir/redis.pid" ] && kill "$(cat "$dir/redis.pid")" 2>/dev/null || true
+}
