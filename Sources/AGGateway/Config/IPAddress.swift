@@ -1,0 +1,110 @@
+/// An IPv4 or IPv6 address parsed from its textual form (no zone IDs).
+public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
+    case v4(UInt32)
+    case v6(UInt128)
+
+    /// Dotted quad (`192.0.2.1`) or RFC 4291 text (`2001:db8::1`, `::ffff:192.0.2.1`); `nil` otherwise.
+    public init?(_ text: String) {
+        if text.contains(":") {
+            guard let value = Self.parseV6(Substring(text)) else { return nil }
+            self = .v6(value)
+        } else {
+            guard let value = Self.parseV4(Substring(text)) else { return nil }
+            self = .v4(value)
+        }
+    }
+
+    /// Width in bits: 32 or 128.
+    public var bitWidth: Int {
+        switch self {
+        case .v4: return 32
+        case .v6: return 128
+        }
+    }
+
+    /// The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`), else `self`.
+    public var unmappingIPv4: IPAddress {
+        if case .v6(let value) = self, value >> 32 == 0xFFFF {
+            return .v4(UInt32(truncatingIfNeeded: value))
+        }
+        return self
+    }
+
+    public var description: String {
+        switch self {
+        case .v4(let value):
+            return (0..<4).map { String((value >> (24 - 8 * $0)) & 0xFF) }.joined(separator: ".")
+        case .v6(let value):
+            let groups = (0..<8).map { UInt16(truncatingIfNeeded: value >> (112 - 16 * $0)) }
+            // RFC 5952: compress the longest run (of two or more) of zero groups.
+            var best: (start: Int, length: Int) = (-1, 0)
+            var index = 0
+            while index < 8 {
+                guard groups[index] == 0 else { index += 1; continue }
+                let start = index
+                while index < 8, groups[index] == 0 { index += 1 }
+                if index - start > best.length { best = (start, index - start) }
+            }
+            let hex = groups.map { String($0, radix: 16) }
+            guard best.length >= 2 else { return hex.joined(separator: ":") }
+            let head = hex[..<best.start].joined(separator: ":")
+            let tail = hex[(best.start + best.length)...].joined(separator: ":")
+            return head + "::" + tail
+        }
+    }
+
+    private static func parseV4(_ text: Substring) -> UInt32? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return nil }
+        var value: UInt32 = 0
+        for part in parts {
+            // Leading zeros are refused: some stacks read them as octal.
+            guard (1...3).contains(part.count), part.allSatisfy(\.isASCIIDigit),
+                  part == "0" || !part.hasPrefix("0"), let octet = UInt32(part), octet <= 255
+            else { return nil }
+            value = value << 8 | octet
+        }
+        return value
+    }
+
+    private static func parseV6(_ text: Substring) -> UInt128? {
+        guard let gap = text.firstRange(of: "::") else {
+            return parseGroups(text, allowIPv4Tail: true).flatMap { $0.count == 8 ? combine($0) : nil }
+        }
+        let after = text[gap.upperBound...]
+        guard !after.contains("::"), !after.hasPrefix(":"),
+              let head = parseGroups(text[..<gap.lowerBound], allowIPv4Tail: false),
+              let tail = parseGroups(after, allowIPv4Tail: true),
+              head.count + tail.count <= 7
+        else { return nil }
+        return combine(head + Array(repeating: 0, count: 8 - head.count - tail.count) + tail)
+    }
+
+    private static func combine(_ groups: [UInt16]) -> UInt128 {
+        groups.reduce(UInt128(0)) { $0 << 16 | UInt128($1) }
+    }
+
+    /// Colon-separated hex groups; the last may be a dotted quad (two groups).
+    private static func parseGroups(_ text: Substring, allowIPv4Tail: Bool) -> [UInt16]? {
+        guard !text.isEmpty else { return [] }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        var groups: [UInt16] = []
+        for (index, part) in parts.enumerated() {
+            if index == parts.count - 1, allowIPv4Tail, part.contains(".") {
+                guard let v4 = parseV4(part) else { return nil }
+                groups.append(UInt16(v4 >> 16))
+                groups.append(UInt16(v4 & 0xFFFF))
+            } else {
+                guard (1...4).contains(part.count), part.allSatisfy(\.isHexDigit),
+                      let group = UInt16(part, radix: 16)
+                else { return nil }
+                groups.append(group)
+            }
+        }
+        return groups
+    }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
+}

@@ -1,0 +1,198 @@
+internal import CHiredis
+internal import CShims
+
+/// One hiredis async context and the bookkeeping that decides who releases it.
+///
+/// `ac->data` holds one retain of this object from creation until hiredis is done with the
+/// context: released in the disconnect callback (connected contexts), in the connect callback
+/// on failure, or by `free()` for a context that never connected.
+final class HiredisContext {
+    let ac: UnsafeMutablePointer<redisAsyncContext>
+    weak var owner: RedisClient?
+    /// hiredis reported the TCP/unix connect as done.
+    var isConnected = false
+    /// hiredis has freed, is freeing, or will free the context right after the current callback.
+    var isFreeing = false
+    var handshakeRepliesLeft = 0
+    var unconfirmedSubscriptions = 0
+    /// Times out the `SUBSCRIBE` confirmations, which hiredis keeps outside its reply queue.
+    var subscribeDeadline: PendingCommand?
+
+    private init(ac: UnsafeMutablePointer<redisAsyncContext>, owner: RedisClient) {
+        self.ac = ac
+        self.owner = owner
+    }
+
+    /// Starts a non-blocking connect attached to `eventBase`, or returns hiredis's error.
+    /// A host name is resolved synchronously by hiredis; use an IP literal to never block the loop.
+    static func connect(to endpoint: RedisURL.Endpoint, eventBase: OpaquePointer,
+                        owner: RedisClient) -> Result<HiredisContext, RedisError> {
+        let connected: UnsafeMutablePointer<redisAsyncContext>?
+        switch endpoint {
+        case .tcp(let host, let port): connected = redisAsyncConnect(host, Int32(port))
+        case .unix(let path): connected = redisAsyncConnectUnix(path)
+        }
+        guard let ac = connected else { return .failure(.unavailable("out of memory")) }
+        if ac.pointee.err != 0 {
+            let message = errorMessage(ac)
+            redisAsyncFree(ac)
+            return .failure(.unavailable(message))
+        }
+        if case .tcp = endpoint {
+            _ = redisEnableKeepAlive(&ac.pointee.c)
+        }
+        guard ag_redis_attach_libevent(ac, eventBase) == REDIS_OK else {
+            redisAsyncFree(ac)
+            return .failure(.unavailable("cannot attach to the event loop"))
+        }
+        let context = HiredisContext(ac: ac, owner: owner)
+        ac.pointee.data = Unmanaged.passRetained(context).toOpaque()
+        redisAsyncSetConnectCallback(ac, onConnect)
+        redisAsyncSetDisconnectCallback(ac, onDisconnect)
+        return .success(context)
+    }
+
+    /// Queues a command; `command` completes from the reply callback (or with a NULL reply when
+    /// the context goes away). Returns false, without retaining `command`, if hiredis refused it.
+    func send<Args: Collection>(_ arguments: Args, command: PendingCommand) -> Bool
+    where Args.Element: Collection<UInt8> {
+        guard !isFreeing else { return false }
+        let privdata = Unmanaged.passRetained(command)
+        let status = withArgv(arguments) { argc, argv, lengths in
+            redisAsyncCommandArgv(ac, Self.onReply, privdata.toOpaque(), argc, argv, lengths)
+        }
+        if status != REDIS_OK {
+            privdata.release()
+            return false
+        }
+        return true
+    }
+
+    /// Sends `SUBSCRIBE`; every confirmation and message for the channels arrives at the owner's
+    /// `subscriptionPushed`. hiredis keeps the callback until the context is freed, which is why
+    /// the privdata is this context (alive until then) rather than a per-command retain.
+    func subscribe(_ channels: [String]) -> Bool {
+        guard !isFreeing else { return false }
+        let arguments = (["SUBSCRIBE"] + channels).lazy.map(\.utf8)
+        let status = withArgv(arguments) { argc, argv, lengths in
+            redisAsyncCommandArgv(ac, Self.onSubscriptionPush, Unmanaged.passUnretained(self).toOpaque(), argc, argv, lengths)
+        }
+        return status == REDIS_OK
+    }
+
+    /// Frees the context now (or, inside a hiredis callback, right after it). Pending commands
+    /// complete with `.unavailable`; the disconnect callback runs if the context had connected.
+    func free() {
+        guard !isFreeing else { return }
+        isFreeing = true
+        let releasedByDisconnectCallback = isConnected
+        redisAsyncFree(ac)
+        if !releasedByDisconnectCallback {
+            Unmanaged.passUnretained(self).release()
+        }
+    }
+
+    var errorMessage: String { Self.errorMessage(ac) }
+
+    private static func errorMessage(_ ac: UnsafePointer<redisAsyncContext>) -> String {
+        guard ac.pointee.err != 0, let text = ac.pointee.errstr else { return "connection closed" }
+        return String(cString: text)
+    }
+
+    private static func from(_ ac: UnsafePointer<redisAsyncContext>?) -> HiredisContext {
+        Unmanaged<HiredisContext>.fromOpaque(ac!.pointee.data).takeUnretainedValue()
+    }
+
+    private static let onConnect: @convention(c) (UnsafePointer<redisAsyncContext>?, Int32) -> Void = { ac, status in
+        let context = from(ac)
+        if status == REDIS_OK {
+            context.isConnected = true
+            return
+        }
+        // hiredis frees the context as soon as this returns, without a disconnect callback.
+        context.isFreeing = true
+        let reason = errorMessage(ac!)
+        Unmanaged.passUnretained(context).release()
+        context.owner?.contextLost(context, reason: reason)
+    }
+
+    private static let onDisconnect: @convention(c) (UnsafePointer<redisAsyncContext>?, Int32) -> Void = { ac, _ in
+        let context = from(ac)
+        context.isFreeing = true
+        let reason = errorMessage(ac!)
+        Unmanaged.passUnretained(context).release()
+        context.owner?.contextLost(context, reason: reason)
+    }
+
+    private static let onReply: @convention(c) (UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { ac, reply, privdata in
+        let command = Unmanaged<PendingCommand>.fromOpaque(privdata!).takeRetainedValue()
+        guard let reply else {
+            command.complete(.failure(.unavailable(ac.map { errorMessage($0) } ?? "connection closed")))
+            return
+        }
+        let value = RedisValue(reply.assumingMemoryBound(to: redisReply.self))
+        if case .error(let message) = value {
+            command.complete(.failure(.server(message)))
+        } else {
+            command.complete(.success(value))
+        }
+    }
+
+    private static let onSubscriptionPush: @convention(c) (UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { _, reply, privdata in
+        // A NULL reply means the context is being freed; the disconnect callback reports that.
+        guard let reply else { return }
+        let context = Unmanaged<HiredisContext>.fromOpaque(privdata!).takeUnretainedValue()
+        let value = RedisValue(reply.assumingMemoryBound(to: redisReply.self))
+        context.owner?.subscriptionPushed(value, on: context)
+    }
+}
+
+extension RedisValue {
+    /// Deep-copies a hiredis reply, which hiredis frees when the callback returns.
+    init(_ reply: UnsafePointer<redisReply>) {
+        let r = reply.pointee
+        switch r.type {
+        case REDIS_REPLY_STRING:
+            self = .bulk(r.len == 0 ? [] : Array(UnsafeRawBufferPointer(start: r.str, count: r.len)))
+        case REDIS_REPLY_STATUS, REDIS_REPLY_ERROR:
+            let bytes = r.len == 0 ? UnsafeRawBufferPointer(start: nil, count: 0) : UnsafeRawBufferPointer(start: r.str, count: r.len)
+            let text = String(decoding: bytes, as: UTF8.self)
+            self = r.type == REDIS_REPLY_STATUS ? .status(text) : .error(text)
+        case REDIS_REPLY_INTEGER:
+            self = .integer(Int64(r.integer))
+        case REDIS_REPLY_ARRAY:
+            self = .array((0..<r.elements).map { RedisValue(r.element[$0]!) })
+        default:
+            self = .null
+        }
+    }
+}
+
+/// Lays out all arguments in one buffer and passes hiredis the pointer/length arrays it copies from.
+private func withArgv<Args: Collection, R>(
+    _ arguments: Args,
+    _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> R
+) -> R where Args.Element: Collection<UInt8> {
+    let argc = arguments.count
+    var bytes: [UInt8] = []
+    // A trailing byte keeps the buffer non-empty, so every argument gets a valid pointer.
+    bytes.reserveCapacity(arguments.reduce(1) { $0 + $1.count })
+    return withUnsafeTemporaryAllocation(of: Int.self, capacity: argc) { lengths in
+        for (index, argument) in arguments.enumerated() {
+            lengths[index] = bytes.count
+            bytes.append(contentsOf: argument)
+        }
+        bytes.append(0)
+        return bytes.withUnsafeBytes { buffer in
+            withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: argc) { argv in
+                for index in 0..<argc {
+                    let start = lengths[index]
+                    let end = index + 1 < argc ? lengths[index + 1] : buffer.count - 1
+                    argv[index] = (buffer.baseAddress! + start).assumingMemoryBound(to: CChar.self)
+                    lengths[index] = end - start
+                }
+                return body(Int32(argc), argv.baseAddress!, UnsafePointer(lengths.baseAddress!))
+            }
+        }
+    }
+}
