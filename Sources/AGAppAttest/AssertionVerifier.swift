@@ -1,0 +1,48 @@
+public import AGCrypto
+internal import AGFormats
+
+/// Verifies App Attest assertions (the refresh call), following Apple's documented steps.
+///
+/// Pure: no clock, no storage. The caller supplies the stored key and counter and must store
+/// the returned counter with a compare-and-set, so two concurrent assertions carrying the same
+/// counter cannot both succeed.
+public enum AssertionVerifier {
+    /// Verifies `assertion` (CBOR `{signature, authenticatorData}`) and returns its counter.
+    ///
+    /// - Parameters:
+    ///   - clientDataHash: SHA-256 of the client data (here: of the challenge), 32 bytes.
+    ///   - publicKey: the device key stored at attestation.
+    ///   - appID: `TEAMID.bundle.id`.
+    ///   - previousCounter: the stored counter; the assertion's must be strictly greater.
+    public static func verify(assertion: [UInt8], clientDataHash: [UInt8], publicKey: P256.PublicKey,
+                              appID: String, previousCounter: UInt32) throws(AppAttestError) -> UInt32 {
+        guard clientDataHash.count == SHA256.byteCount else { throw .invalidClientDataHash }
+        let object: CBORValue
+        do {
+            object = try CBORDecoder(maximumDepth: 4).decode(assertion)
+        } catch {
+            throw .malformedObject("assertion is not valid CBOR: \(error)")
+        }
+        guard let signature = object["signature"]?.bytesValue else {
+            throw .malformedObject("assertion has no signature byte string")
+        }
+        guard let authenticatorBytes = object["authenticatorData"]?.bytesValue else {
+            throw .malformedObject("assertion has no authenticatorData byte string")
+        }
+        let authenticatorData = try AuthenticatorData(authenticatorBytes)
+
+        // The device signs nonce = SHA256(authenticatorData || clientDataHash) with ECDSA-SHA256,
+        // so the nonce is hashed once more by the scheme: it is the message, not a prehash.
+        let nonce = SHA256.hash(authenticatorBytes, clientDataHash)
+        guard publicKey.isValidSignature(derSignature: signature, for: nonce) else { throw .invalidSignature }
+
+        guard constantTimeEquals(Array(authenticatorData.rpIDHash), AppAttest.rpIDHash(appID: appID)) else {
+            throw .rpIDHashMismatch
+        }
+        let counter = authenticatorData.counter
+        guard counter > previousCounter else {
+            throw .counterNotIncreased(stored: previousCounter, received: counter)
+        }
+        return counter
+    }
+}

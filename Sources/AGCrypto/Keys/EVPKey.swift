@@ -1,0 +1,171 @@
+internal import COpenSSL
+
+/// Owns one OpenSSL `EVP_PKEY` (public or private key of any type).
+///
+/// `@unchecked Sendable` invariant: the key is fully built in `init`, never mutated afterwards
+/// and freed only in `deinit`. Every signing or verifying call creates its own `EVP_MD_CTX`,
+/// and OpenSSL 3 supports concurrent operations on one `EVP_PKEY` from many threads under
+/// exactly that condition, so one parsed key can be shared read-only by all worker threads.
+final class EVPKey: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    init(taking pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit { EVP_PKEY_free(pointer) }
+
+    // MARK: Parsing
+
+    /// A private key from PEM: PKCS#8 (`PRIVATE KEY`) or a traditional form such as SEC1
+    /// (`EC PRIVATE KEY`) or PKCS#1 (`RSA PRIVATE KEY`). Encrypted PEM is refused, never prompted for.
+    static func privateKey(pem: String, operation: String) throws(CryptoError) -> EVPKey {
+        let bio = try MemoryBIO(reading: pem, operation: operation)
+        guard let key = PEM_read_bio_PrivateKey(bio.pointer, nil, refusePassphrase, nil) else {
+            throw .openSSL(operation)
+        }
+        return EVPKey(taking: key)
+    }
+
+    /// A public key from a PEM `PUBLIC KEY` (SubjectPublicKeyInfo) block.
+    static func publicKey(pem: String, operation: String) throws(CryptoError) -> EVPKey {
+        let bio = try MemoryBIO(reading: pem, operation: operation)
+        guard let key = PEM_read_bio_PUBKEY(bio.pointer, nil, refusePassphrase, nil) else {
+            throw .openSSL(operation)
+        }
+        return EVPKey(taking: key)
+    }
+
+    /// A public key from DER SubjectPublicKeyInfo; trailing bytes are rejected.
+    static func publicKey(der: [UInt8], operation: String) throws(CryptoError) -> EVPKey {
+        guard der.count <= Int(Int32.max) else { throw .invalidInput(operation, "input too large") }
+        let parsed: OpaquePointer?? = withCBytes(der) { base, count in
+            var cursor: UnsafePointer<UInt8>? = base
+            let key = d2i_PUBKEY(nil, &cursor, count)
+            guard let key else { return .some(nil) }
+            guard cursor == base + count else {
+                EVP_PKEY_free(key)
+                return .none
+            }
+            return .some(key)
+        }
+        switch parsed {
+        case .none: throw .invalidInput(operation, "trailing bytes after SubjectPublicKeyInfo")
+        case .some(.none): throw .openSSL(operation)
+        case .some(.some(let key)): return EVPKey(taking: key)
+        }
+    }
+
+    /// Generates a key of `algorithm` ("EC", "RSA"), letting `configure` set parameters on the
+    /// keygen context after `EVP_PKEY_keygen_init`.
+    static func generate(algorithm: String, operation: String,
+                         configure: (OpaquePointer) -> Int32) throws(CryptoError) -> EVPKey {
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, algorithm, nil) else { throw .openSSL(operation) }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_keygen_init(context) == 1, configure(context) > 0 else { throw .openSSL(operation) }
+        var key: OpaquePointer?
+        guard EVP_PKEY_generate(context, &key) == 1, let key else { throw .openSSL(operation) }
+        return EVPKey(taking: key)
+    }
+
+    // MARK: Properties
+
+    var baseID: Int32 { EVP_PKEY_get_base_id(pointer) }
+    var bits: Int32 { EVP_PKEY_get_bits(pointer) }
+
+    /// The curve name of an EC key as OpenSSL spells it (`prime256v1` for P-256).
+    var groupName: String? {
+        var buffer = [CChar](repeating: 0, count: 64)
+        var length = 0
+        guard EVP_PKEY_get_group_name(pointer, &buffer, buffer.count, &length) == 1 else {
+            ERR_clear_error()
+            return nil
+        }
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    /// A big-number parameter (`"n"`, `"e"`, `"qx"`, …) as unsigned big-endian bytes, left-padded
+    /// with zeros to `width` when given.
+    func bigNumberParameter(_ name: String, width: Int? = nil, operation: String) throws(CryptoError) -> [UInt8] {
+        var number: OpaquePointer?
+        guard EVP_PKEY_get_bn_param(pointer, name, &number) == 1, let number else { throw .openSSL(operation) }
+        defer { BN_free(number) }
+        let natural = Int((BN_num_bits(number) + 7) / 8)
+        let size = width ?? natural
+        guard natural <= size else { throw .invalidInput(operation, "parameter \(name) too large") }
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = Int(BN_bn2binpad(number, buffer.baseAddress, Int32(size)))
+        }
+    }
+
+    // MARK: Export
+
+    func privateKeyPEM(operation: String) throws(CryptoError) -> String {
+        let bio = try MemoryBIO(writingFor: operation)
+        guard PEM_write_bio_PrivateKey(bio.pointer, pointer, nil, nil, 0, nil, nil) == 1 else {
+            throw .openSSL(operation)
+        }
+        return bio.contents()
+    }
+
+    func publicKeyPEM(operation: String) throws(CryptoError) -> String {
+        let bio = try MemoryBIO(writingFor: operation)
+        guard PEM_write_bio_PUBKEY(bio.pointer, pointer) == 1 else { throw .openSSL(operation) }
+        return bio.contents()
+    }
+
+    func publicKeyDER(operation: String) throws(CryptoError) -> [UInt8] {
+        let length = i2d_PUBKEY(pointer, nil)
+        guard length > 0 else { throw .openSSL(operation) }
+        var output = [UInt8](repeating: 0, count: Int(length))
+        let written = output.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor = buffer.baseAddress
+            return i2d_PUBKEY(pointer, &cursor)
+        }
+        guard written == length else { throw .openSSL(operation) }
+        return output
+    }
+
+    // MARK: Signatures
+
+    /// Signs `message` with SHA-256 as the message digest (ECDSA: DER signature; RSA: PKCS#1 v1.5).
+    func signSHA256<M: Sequence>(_ message: M, operation: String) throws(CryptoError) -> [UInt8] where M.Element == UInt8 {
+        guard let context = EVP_MD_CTX_new() else { throw .openSSL(operation) }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pointer) == 1 else { throw .openSSL(operation) }
+        var length = Int(EVP_PKEY_get_size(pointer))
+        var signature = [UInt8](repeating: 0, count: length)
+        let ok = withCBytes(message) { base, count in
+            signature.withUnsafeMutableBufferPointer { buffer in
+                EVP_DigestSign(context, buffer.baseAddress, &length, base, count)
+            }
+        }
+        guard ok == 1 else { throw .openSSL(operation) }
+        signature.removeSubrange(length...)
+        return signature
+    }
+
+    /// Whether `signature` is valid for `message` with SHA-256 as the message digest. Malformed
+    /// signatures are simply invalid; the error queue is left empty either way.
+    func verifySHA256<M: Sequence>(signature: [UInt8], message: M) -> Bool where M.Element == UInt8 {
+        guard let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, pointer) == 1 else {
+            ERR_clear_error()
+            return false
+        }
+        let result = withCBytes(signature) { signatureBase, signatureCount in
+            withCBytes(message) { base, count in
+                EVP_DigestVerify(context, signatureBase, signatureCount, base, count)
+            }
+        }
+        if result != 1 { ERR_clear_error() }
+        return result == 1
+    }
+}
+
+/// Passphrase callback that refuses, so encrypted PEM fails instead of prompting on a terminal.
+private func refusePassphrase(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _ rwflag: Int32,
+                              _ userData: UnsafeMutableRawPointer?) -> Int32 {
+    -1
+}

@@ -1,0 +1,73 @@
+extension JSONValue {
+    /// Compact JSON text as UTF-8 bytes: no whitespace, object keys sorted, `/` not escaped,
+    /// non-ASCII written as UTF-8. Non-finite doubles, which JSON cannot express, become `null`.
+    public func serialized() -> [UInt8] {
+        var output = [UInt8]()
+        output.reserveCapacity(256)
+        write(to: &output)
+        return output
+    }
+
+    /// Compact JSON text (see `serialized()`).
+    public func serializedString() -> String {
+        String(decoding: serialized(), as: UTF8.self)
+    }
+
+    private func write(to output: inout [UInt8]) {
+        switch self {
+        case .null:
+            output.append(contentsOf: "null".utf8)
+        case .bool(let value):
+            output.append(contentsOf: (value ? "true" : "false").utf8)
+        case .integer(let value):
+            output.append(contentsOf: String(value).utf8)
+        case .double(let value):
+            if !value.isFinite {
+                output.append(contentsOf: "null".utf8)
+            } else if value.rounded() == value, let exact = Int64(exactly: value) {
+                output.append(contentsOf: String(exact).utf8)
+            } else {
+                output.append(contentsOf: value.description.utf8)
+            }
+        case .string(let value):
+            Self.writeString(value, to: &output)
+        case .array(let elements):
+            output.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                element.write(to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let members):
+            output.append(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                Self.writeString(key, to: &output)
+                output.append(UInt8(ascii: ":"))
+                members[key]!.write(to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func writeString(_ string: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0x00..<0x20:
+                output.append(contentsOf: "\\u00".utf8)
+                output.append(hexDigits[Int(byte >> 4)])
+                output.append(hexDigits[Int(byte & 0x0F)])
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+}
