@@ -1,1 +1,60 @@
-print("attestgate")
+#if canImport(Glibc)
+import Glibc
+#endif
+import AGGateway
+import Foundation
+
+/// attestgate's command line: argument parsing only; the work lives in AGGateway.
+let usage = """
+    usage:
+      attestgate serve [--config conf/gateway.yaml]
+      attestgate check-config [conf/ | conf/gateway.yaml]
+      attestgate keygen [--algorithm ES256|RS256] --out FILE
+
+    """
+
+func fail(_ message: String, code: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(code)
+}
+
+/// The value after `--name`, or `fallback`.
+func option(_ name: String, in arguments: [String], default fallback: String? = nil) -> String? {
+    guard let index = arguments.firstIndex(of: name) else { return fallback }
+    guard index + 1 < arguments.count else { fail("\(name) needs a value", code: 2) }
+    return arguments[index + 1]
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "serve":
+    let path = option("--config", in: arguments, default: "conf/gateway.yaml")!
+    do {
+        let gateway = try Gateway(configPath: path)
+        gateway.handleSignals()
+        gateway.waitUntilStopped()
+        exit(0)
+    } catch {
+        fail("attestgate: cannot start:\n\(error)")
+    }
+case "check-config":
+    let path = arguments.count > 1 ? arguments[1] : "conf"
+    let problems = ConfigLoader.check(path: path)
+    if problems.isEmpty {
+        print("configuration OK: \(path)")
+        exit(0)
+    }
+    fail(problems.joined(separator: "\n"))
+case "keygen":
+    let algorithmName = option("--algorithm", in: arguments, default: "ES256")!
+    guard let algorithm = TokenAlgorithm(rawValue: algorithmName.uppercased()) else { fail("unknown algorithm \(algorithmName)", code: 2) }
+    guard let path = option("--out", in: arguments) else { fail(usage, code: 2) }
+    do {
+        try SigningKeyGenerator.generate(algorithm: algorithm, path: path)
+        print("wrote \(algorithm.rawValue) signing key to \(path)")
+    } catch {
+        fail("attestgate: \(error)")
+    }
+default:
+    fail(usage, code: arguments.isEmpty ? 2 : 2)
+}

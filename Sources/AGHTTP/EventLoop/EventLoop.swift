@@ -13,6 +13,8 @@ public final class EventLoop: @unchecked Sendable {
     let base: OpaquePointer
     private var wakeEvent: OpaquePointer?
     private let pending = Mutex<[@Sendable () -> Void]>([])
+    var signalHandlers: [SignalHandler] = []
+    var attachments: [AnyObject] = []
 
     /// Turns on libevent's locking once per process, before any base exists.
     private static let threadingEnabled: Bool = {
@@ -30,6 +32,8 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     deinit {
+        signalHandlers.removeAll()
+        attachments.removeAll()
         if let wakeEvent { event_free(wakeEvent) }
         event_base_free(base)
     }
@@ -96,5 +100,42 @@ extension timeval {
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self.init(tv_sec: Int(max(0, seconds)), tv_usec: Int(max(0, attoseconds / 1_000_000_000_000)))
+    }
+}
+
+/// Signal handling and an owner slot, both loop-thread only.
+extension EventLoop {
+    /// Runs `handler` on this loop whenever `signal` arrives (libevent's self-pipe: safe).
+    public func onSignal(_ signal: Int32, _ handler: @escaping () -> Void) {
+        let box = SignalHandler(handler)
+        let context = Unmanaged.passUnretained(box).toOpaque()
+        box.event = ag_evsignal_new(base, signal, { _, _, context in
+            Unmanaged<SignalHandler>.fromOpaque(context!).takeUnretainedValue().handler()
+        }, context)
+        event_add(box.event, nil)
+        signalHandlers.append(box)
+    }
+
+    /// Keeps `object` alive with the loop, for retrieval on the loop thread.
+    public func register(_ object: AnyObject) {
+        attachments.append(object)
+    }
+
+    /// The first registered object of type `T`.
+    public func registered<T: AnyObject>(_ type: T.Type) -> T? {
+        attachments.lazy.compactMap { $0 as? T }.first
+    }
+}
+
+final class SignalHandler {
+    let handler: () -> Void
+    var event: OpaquePointer?
+
+    init(_ handler: @escaping () -> Void) {
+        self.handler = handler
+    }
+
+    deinit {
+        if let event { event_free(event) }
     }
 }

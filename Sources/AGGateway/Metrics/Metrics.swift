@@ -1,0 +1,90 @@
+import Synchronization
+
+/// Prometheus counters and histograms shared by all workers.
+///
+/// Each worker records into its own `WorkerMetrics` (its mutex is uncontended but for scrapes);
+/// a scrape merges them.
+public final class MetricsRegistry: Sendable {
+    private let workers: Mutex<[WorkerMetrics]> = Mutex([])
+    private let global = Mutex<[String: Int]>([:])
+
+    public init() {}
+
+    func makeWorkerMetrics() -> WorkerMetrics {
+        let metrics = WorkerMetrics()
+        workers.withLock { $0.append(metrics) }
+        return metrics
+    }
+
+    /// Counts a process-wide event, e.g. `attestgate_config_reloads_total{result="ok"}`.
+    func increment(_ series: String, by amount: Int = 1) {
+        global.withLock { $0[series, default: 0] += amount }
+    }
+
+    /// Prometheus text exposition format 0.0.4.
+    public func render() -> String {
+        var counters: [String: Int] = global.withLock { $0 }
+        var buckets = [Int](repeating: 0, count: WorkerMetrics.latencyBounds.count + 1)
+        var latencySum = 0.0
+        var latencyCount = 0
+        for worker in workers.withLock({ $0 }) {
+            worker.state.withLock { state in
+                for (series, value) in state.counters { counters[series, default: 0] += value }
+                for (index, value) in state.latencyBuckets.enumerated() { buckets[index] += value }
+                latencySum += state.latencySum
+                latencyCount += state.latencyCount
+            }
+        }
+        var out = ""
+        var lastName = ""
+        for series in counters.keys.sorted() {
+            let name = String(series.prefix { $0 != "{" })
+            if name != lastName {
+                out += "# TYPE \(name) counter\n"
+                lastName = name
+            }
+            out += "\(series) \(counters[series]!)\n"
+        }
+        out += "# TYPE attestgate_request_duration_seconds histogram\n"
+        var cumulative = 0
+        for (index, bound) in WorkerMetrics.latencyBounds.enumerated() {
+            cumulative += buckets[index]
+            out += "attestgate_request_duration_seconds_bucket{le=\"\(bound)\"} \(cumulative)\n"
+        }
+        cumulative += buckets[WorkerMetrics.latencyBounds.count]
+        out += "attestgate_request_duration_seconds_bucket{le=\"+Inf\"} \(cumulative)\n"
+        out += "attestgate_request_duration_seconds_sum \(latencySum)\n"
+        out += "attestgate_request_duration_seconds_count \(latencyCount)\n"
+        return out
+    }
+}
+
+/// One worker's metrics. Recorded on the worker's loop; read by scrapes.
+final class WorkerMetrics: Sendable {
+    static let latencyBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+
+    struct State {
+        var counters: [String: Int] = [:]
+        var latencyBuckets = [Int](repeating: 0, count: WorkerMetrics.latencyBounds.count + 1)
+        var latencySum = 0.0
+        var latencyCount = 0
+    }
+
+    let state = Mutex(State())
+
+    func increment(_ series: String, by amount: Int = 1) {
+        state.withLock { $0.counters[series, default: 0] += amount }
+    }
+
+    /// Counts one answered request and its latency.
+    func recordRequest(tenant: String, route: String, status: Int, code: String?, seconds: Double) {
+        let series = "attestgate_requests_total{tenant=\"\(tenant)\",route=\"\(route)\",status=\"\(status)\",code=\"\(code ?? "")\"}"
+        let bucket = Self.latencyBounds.firstIndex { seconds <= $0 } ?? Self.latencyBounds.count
+        state.withLock { state in
+            state.counters[series, default: 0] += 1
+            state.latencyBuckets[bucket] += 1
+            state.latencySum += seconds
+            state.latencyCount += 1
+        }
+    }
+}

@@ -1,0 +1,237 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AGHTTP
+import Dispatch
+import Foundation
+import Synchronization
+
+/// What all workers share: the snapshot in force, metrics, the logger, the control loop.
+final class GatewayShared: Sendable {
+    let configPath: String
+    let snapshots: SnapshotStore
+    let metrics: MetricsRegistry
+    let logger: Logger
+    /// Runs reloads and other slow work away from the request loops.
+    let control: EventLoop
+    private let reloadGeneration: Mutex<Int>
+
+    init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, control: EventLoop) {
+        self.configPath = configPath
+        self.snapshots = SnapshotStore(snapshot)
+        self.metrics = MetricsRegistry()
+        self.logger = logger
+        self.control = control
+        self.reloadGeneration = Mutex(snapshot.generation)
+    }
+
+    /// Re-reads every configuration file; on success swaps the snapshot, otherwise keeps the
+    /// old one and logs each problem. Safe from any thread; reloads are serialized.
+    func reload(trigger: String) -> Result<Int, ConfigError> {
+        reloadGeneration.withLock { generation in
+            let started = ContinuousClock.now
+            do throws(ConfigError) {
+                let config = try ConfigLoader.load(path: configPath)
+                let previous = snapshots.snapshot.gateway
+                for (name, old, new) in restartOnlySettings(previous, config.gateway) where old != new {
+                    logger.warn("setting changed on reload takes effect after a restart", [("key", .string(name))])
+                }
+                generation += 1
+                snapshots.replace(GatewaySnapshot(config: config, generation: generation, adminToken: AdminToken.load(config.gateway)))
+                metrics.increment("attestgate_config_reloads_total{result=\"ok\"}")
+                logger.info("configuration reloaded", [
+                    ("trigger", .string(trigger)), ("generation", .int(generation)),
+                    ("tenants", .int(config.tenants.all.count)),
+                    ("durationMs", .double((ContinuousClock.now - started).seconds * 1000)),
+                ])
+                return .success(generation)
+            } catch {
+                metrics.increment("attestgate_config_reloads_total{result=\"rejected\"}")
+                for line in error.lines {
+                    logger.error("configuration rejected, previous one stays in force", [("trigger", .string(trigger)), ("problem", .string(line))])
+                }
+                return .failure(error)
+            }
+        }
+    }
+
+    private func restartOnlySettings(_ a: GatewayConfig, _ b: GatewayConfig) -> [(String, String, String)] {
+        [
+            ("server.listen", a.server.listen.description, b.server.listen.description),
+            ("server.workers", String(a.server.workers), String(b.server.workers)),
+            ("admin.listen", a.admin.listen.description, b.admin.listen.description),
+            ("redis.url", a.redis.url.description, b.redis.url.description),
+        ]
+    }
+}
+
+/// Reads the admin bearer token: the environment variable wins over the file.
+enum AdminToken {
+    static func load(_ config: GatewayConfig) -> String? {
+        if let name = config.admin.tokenEnvironmentVariable, let value = ProcessInfo.processInfo.environment[name],
+           !value.isEmpty {
+            return value
+        }
+        if let file = config.admin.tokenFile, let data = FileManager.default.contents(atPath: file) {
+            let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            return token.isEmpty ? nil : token
+        }
+        return nil
+    }
+}
+
+/// The running gateway: N worker threads serving one public and one admin socket, plus a
+/// control thread for reloads, signals and watching `tenants/`.
+public final class Gateway: Sendable {
+    let shared: GatewayShared
+    public let publicPort: Int
+    public let adminPort: Int
+    private let workerLoops: [EventLoop]
+    private let sockets: [ListeningSocket]
+    private let stopped = DispatchGroup()
+    private let stopping = Mutex(false)
+
+    public enum StartError: Error, CustomStringConvertible {
+        case config(ConfigError)
+        case bind(String)
+
+        public var description: String {
+            switch self {
+            case .config(let error): error.description
+            case .bind(let message): message
+            }
+        }
+    }
+
+    /// Loads the configuration at `configPath`, binds the listeners and starts the workers.
+    public init(configPath: String, logger: Logger? = nil) throws(StartError) {
+        let config: LoadedConfig
+        do {
+            config = try ConfigLoader.load(path: configPath)
+        } catch {
+            throw .config(error)
+        }
+        let gateway = config.gateway
+        let logger = logger ?? Logger(level: Logger.Level(gateway.log.level), format: gateway.log.format == .json ? .json : .text)
+        let publicSocket: ListeningSocket
+        let adminSocket: ListeningSocket
+        do {
+            publicSocket = try ListeningSocket.bind(host: gateway.server.listen.host, port: gateway.server.listen.port)
+            adminSocket = try ListeningSocket.bind(host: gateway.admin.listen.host, port: gateway.admin.listen.port)
+        } catch {
+            throw .bind(error.description)
+        }
+        sockets = [publicSocket, adminSocket]
+        publicPort = publicSocket.port
+        adminPort = adminSocket.port
+        let snapshot = GatewaySnapshot(config: config, generation: 1, adminToken: AdminToken.load(gateway))
+        if snapshot.adminToken == nil {
+            logger.warn("no admin token configured: the admin API refuses every call", [])
+        }
+        let control = EventLoop()
+        shared = GatewayShared(configPath: configPath, snapshot: snapshot, logger: logger, control: control)
+        let workerCount = gateway.server.workerCount(cpuCores: ProcessInfo.processInfo.activeProcessorCount)
+        var loops: [EventLoop] = []
+        let ready = DispatchGroup()
+        for index in 0..<workerCount {
+            let loop = EventLoop()
+            loops.append(loop)
+            ready.enter()
+            stopped.enter()
+            let shared = self.shared
+            let group = stopped
+            let thread = Thread {
+                let worker = Worker(index: index, loop: loop, shared: shared, publicSocket: publicSocket, adminSocket: adminSocket)
+                loop.register(worker)
+                ready.leave()
+                withExtendedLifetime(worker) { loop.run() }
+                group.leave()
+            }
+            thread.name = "attestgate-worker-\(index)"
+            thread.start()
+        }
+        workerLoops = loops
+        ready.wait()
+        stopped.enter()
+        let group = stopped
+        let controlThread = Thread {
+            control.run()
+            group.leave()
+        }
+        controlThread.name = "attestgate-control"
+        controlThread.start()
+        let shared = self.shared
+        control.execute {
+            let watcher = TenantDirectoryWatcher(loop: control, directory: shared.snapshots.snapshot.gateway.tenantsDirectory) {
+                _ = shared.reload(trigger: "tenants_dir")
+            }
+            control.register(watcher)
+        }
+        logger.info("attestgate serving", [
+            ("listen", .string("\(gateway.server.listen.host):\(publicPort)")),
+            ("admin", .string("\(gateway.admin.listen.host):\(adminPort)")),
+            ("workers", .int(workerCount)), ("tenants", .int(config.tenants.all.count)),
+        ])
+    }
+
+    /// The snapshot in force.
+    public var snapshot: GatewaySnapshot { shared.snapshots.snapshot }
+
+    public var metrics: MetricsRegistry { shared.metrics }
+
+    /// Reloads configuration now (what SIGHUP and the admin API do).
+    @discardableResult
+    public func reload(trigger: String = "api") -> Result<Int, ConfigError> {
+        shared.reload(trigger: trigger)
+    }
+
+    /// SIGHUP reloads, SIGTERM/SIGINT shut down gracefully. For the executable only.
+    public func handleSignals() {
+        let control = shared.control
+        let box = UncheckedBox(self)
+        control.execute {
+            let gateway = box.value
+            control.onSignal(SIGHUP) { _ = gateway.reload(trigger: "SIGHUP") }
+            control.onSignal(SIGTERM) { gateway.beginShutdown() }
+            control.onSignal(SIGINT) { gateway.beginShutdown() }
+        }
+    }
+
+    /// Stops accepting, finishes in-flight requests within `server.shutdown_grace`, stops.
+    public func beginShutdown() {
+        let alreadyStopping = stopping.withLock { state -> Bool in
+            defer { state = true }
+            return state
+        }
+        guard !alreadyStopping else { return }
+        let grace = shared.snapshots.snapshot.gateway.server.shutdownGrace
+        shared.logger.info("shutting down", [("graceMs", .int(Int(grace.milliseconds)))])
+        for loop in workerLoops {
+            loop.execute { loop.registered(Worker.self)?.shutdown(grace: grace) }
+        }
+        shared.control.stop()
+    }
+
+    /// Blocks until every worker has stopped.
+    public func waitUntilStopped() {
+        stopped.wait()
+        for socket in sockets { socket.close() }
+    }
+
+    /// `beginShutdown()` then `waitUntilStopped()`.
+    public func shutdown() {
+        beginShutdown()
+        waitUntilStopped()
+    }
+}
+
+extension Logger.Level {
+    init(_ level: LogLevel) {
+        switch level {
+        case .debug: self = .debug
+        case .info: self = .info
+        case .warn: self = .warn
+        case .error: self = .error
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import AGHTTP
+import Foundation
+
+/// Dispatches public-listener requests: gateway endpoints by exact path, the rest to tenants.
+struct PublicRouter {
+    unowned let worker: Worker
+
+    func handle(_ request: HTTPServerRequest) {
+        let context = RequestContext(request: request, snapshot: worker.shared.snapshots.snapshot, worker: worker)
+        switch request.path {
+        case "/healthz":
+            context.route = "healthz"
+            guard allow(context, "GET", "HEAD") else { return }
+            context.respond(status: 200, json: #"{"status":"ok"}"#)
+        case "/readyz":
+            context.route = "readyz"
+            guard allow(context, "GET", "HEAD") else { return }
+            readiness(context)
+        case "/api/v1/attestation/challenge":
+            context.route = "challenge"
+            guard allow(context, "GET") else { return }
+            ChallengeHandler.handle(context)
+        default:
+            context.route = "unmatched"
+            context.fail(.notFound)
+        }
+    }
+
+    /// Answers 405 unless the method is one of `methods`.
+    private func allow(_ context: RequestContext, _ methods: String...) -> Bool {
+        if methods.contains(context.request.method) { return true }
+        var error = GatewayError.methodNotAllowed
+        error.headers = [("Allow", methods.joined(separator: ", "))]
+        context.fail(error)
+        return false
+    }
+
+    /// Ready when a configuration is loaded (always, once serving) and Redis answers a PING.
+    private func readiness(_ context: RequestContext) {
+        guard worker.redis.isConnected else {
+            context.fail(.storeUnavailable)
+            return
+        }
+        worker.redis.send(["PING"]) { result in
+            switch result {
+            case .success:
+                context.respond(status: 200, json: "{\"status\":\"ready\",\"configGeneration\":\(context.snapshot.generation)}")
+            case .failure:
+                context.fail(.storeUnavailable)
+            }
+        }
+    }
+}
+
+extension RequestContext {
+    /// Resolves the tenant from `X-Team-ID` and `X-Bundle-ID`; answers the error itself on failure.
+    func resolveTenant() -> Tenant? {
+        guard let teamID = request.headers["X-Team-ID"], !teamID.isEmpty,
+              let bundleID = request.headers["X-Bundle-ID"], !bundleID.isEmpty else {
+            fail(.badRequest("X-Team-ID and X-Bundle-ID headers are required"))
+            return nil
+        }
+        guard let tenant = snapshot.tenant(teamID: teamID, bundleID: bundleID) else {
+            fail(.unknownTenant)
+            return nil
+        }
+        self.tenant = tenant
+        return tenant
+    }
+}

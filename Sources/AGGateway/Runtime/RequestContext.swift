@@ -1,0 +1,82 @@
+import AGHTTP
+
+/// One request as it travels the pipeline: the snapshot it started with, its id, its tenant,
+/// and the headers every answer must carry.
+final class RequestContext {
+    let request: HTTPServerRequest
+    let requestID: String
+    let snapshot: GatewaySnapshot
+    unowned let worker: Worker
+    var tenant: Tenant?
+    /// Route label for metrics and the access log (`challenge`, `refresh`, `proxy`, …).
+    var route = "none"
+    /// Headers added to whatever answer goes out (rate-limit headers).
+    var extraHeaders = HTTPHeaders()
+    /// Time spent waiting for the upstream, for the access log.
+    var upstreamSeconds: Double?
+    private var errorCode: String?
+    private var answered = false
+
+    init(request: HTTPServerRequest, snapshot: GatewaySnapshot, worker: Worker) {
+        self.request = request
+        self.snapshot = snapshot
+        self.worker = worker
+        self.requestID = RequestID.resolve(request.headers["X-Request-ID"])
+    }
+
+    /// Answers with a JSON body.
+    func respond(status: Int, json: String, headers: HTTPHeaders = HTTPHeaders()) {
+        respond(status: status, body: Array(json.utf8), contentType: "application/json", headers: headers)
+    }
+
+    func respond(status: Int, body: [UInt8], contentType: String, headers: HTTPHeaders = HTTPHeaders()) {
+        guard !answered else { return }
+        answered = true
+        var all = headers
+        all.add("Content-Type", contentType)
+        all.add("X-Request-ID", requestID)
+        if all["Cache-Control"] == nil { all.add("Cache-Control", "no-store") }
+        for field in extraHeaders.fields { all.add(field.name, field.value) }
+        request.respond(status: status, headers: all, body: body)
+        finished(status: status)
+    }
+
+    /// Answers with the error envelope.
+    func fail(_ error: GatewayError) {
+        errorCode = error.code
+        var headers = HTTPHeaders()
+        for (name, value) in error.headers { headers.add(name, value) }
+        respond(status: error.status, json: String(decoding: error.body(requestID: requestID), as: UTF8.self), headers: headers)
+    }
+
+    /// Records metrics and the access log line once the answer is out (also for proxied answers).
+    func finished(status: Int) {
+        answered = true
+        let seconds = (ContinuousClock.now - request.startedAt).seconds
+        let tenantLabel = tenant?.appID ?? ""
+        worker.metrics.recordRequest(tenant: tenantLabel, route: route, status: status, code: errorCode, seconds: seconds)
+        guard snapshot.gateway.log.accessLog else { return }
+        var json = JSONObjectWriter()
+        json.add("ts", Logger.timestamp())
+        json.add("type", "access")
+        json.add("requestId", requestID)
+        json.add("method", request.method)
+        json.add("path", String(request.path))
+        json.add("tenant", tenantLabel)
+        json.add("route", route)
+        json.add("status", status)
+        json.add("code", errorCode)
+        json.add("durationMs", (seconds * 1_000_000).rounded() / 1000)
+        if let upstreamSeconds { json.add("upstreamMs", (upstreamSeconds * 1_000_000).rounded() / 1000) }
+        json.add("client", request.remoteAddress)
+        worker.accessLog.writeLine(json.finished() + "\n")
+    }
+}
+
+extension Duration {
+    /// The duration as fractional seconds.
+    var seconds: Double {
+        let (whole, fraction) = components
+        return Double(whole) + Double(fraction) / 1e18
+    }
+}

@@ -1,0 +1,77 @@
+import AGHTTP
+import AGRedis
+
+/// One event loop thread: the public and admin servers, a Redis connection, and the handlers.
+///
+/// Everything here is created and used on the worker's own thread, so the request path
+/// takes no locks beyond reading the current snapshot.
+final class Worker {
+    let index: Int
+    let loop: EventLoop
+    let shared: GatewayShared
+    let metrics: WorkerMetrics
+    let accessLog: Logger
+    let redis: RedisClient
+    let challenges: ChallengeStore
+    private var publicServer: HTTPServer?
+    private var adminServer: HTTPServer?
+    private lazy var publicRouter = PublicRouter(worker: self)
+    private lazy var adminRouter = AdminRouter(worker: self)
+
+    init(index: Int, loop: EventLoop, shared: GatewayShared, publicSocket: ListeningSocket, adminSocket: ListeningSocket) {
+        self.index = index
+        self.loop = loop
+        self.shared = shared
+        self.metrics = shared.metrics.makeWorkerMetrics()
+        let snapshot = shared.snapshots.snapshot
+        self.accessLog = Logger(level: .info, format: .json, fileDescriptor: 1)
+        self.redis = RedisClient(url: snapshot.gateway.redis.url, eventBase: loop.rawBase, timeout: snapshot.gateway.redis.timeout)
+        self.challenges = ChallengeStore(redis: redis)
+        let timeouts = snapshot.gateway.server.timeouts
+        var configuration = HTTPServerConfiguration()
+        configuration.readTimeout = timeouts.read
+        configuration.writeTimeout = timeouts.write
+        configuration.idleTimeout = timeouts.idle
+        publicServer = HTTPServer(loop: loop, socket: publicSocket, configuration: configuration) { [unowned self] request in
+            self.publicRouter.handle(request)
+        }
+        adminServer = HTTPServer(loop: loop, socket: adminSocket, configuration: configuration) { [unowned self] request in
+            self.adminRouter.handle(request)
+        }
+        let logger = shared.logger
+        let workerIndex = index
+        redis.onStateChange = { state in
+            switch state {
+            case .connected: logger.info("redis connected", [("worker", .int(workerIndex))])
+            case .disconnected: logger.warn("redis disconnected", [("worker", .int(workerIndex))])
+            case .connecting, .closed: break
+            }
+        }
+    }
+
+    /// Stops accepting, lets in-flight requests finish within `grace`, then stops the loop.
+    func shutdown(grace: Duration) {
+        let group = ShutdownGroup(count: 2) { [self] in
+            redis.close()
+            loop.stop()
+        }
+        publicServer?.shutdown(grace: grace) { group.done() }
+        adminServer?.shutdown(grace: grace) { group.done() }
+    }
+}
+
+/// Calls `completion` after `done()` was called `count` times.
+final class ShutdownGroup {
+    private var remaining: Int
+    private let completion: () -> Void
+
+    init(count: Int, completion: @escaping () -> Void) {
+        remaining = count
+        self.completion = completion
+    }
+
+    func done() {
+        remaining -= 1
+        if remaining == 0 { completion() }
+    }
+}

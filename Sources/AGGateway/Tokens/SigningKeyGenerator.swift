@@ -1,0 +1,47 @@
+import AGCrypto
+import Foundation
+
+/// Writes new token signing keys (`attestgate keygen`).
+public enum SigningKeyGenerator {
+    public enum Failure: Error, CustomStringConvertible {
+        case exists(String)
+        case write(String, String)
+        case crypto(String)
+
+        public var description: String {
+            switch self {
+            case .exists(let path): "\(path) already exists; refusing to overwrite a signing key"
+            case .write(let path, let why): "cannot write \(path): \(why)"
+            case .crypto(let why): "key generation failed: \(why)"
+            }
+        }
+    }
+
+    /// Generates a key for `algorithm` and writes it as PKCS#8 PEM, readable by the owner only.
+    public static func generate(algorithm: TokenAlgorithm, path: String) throws(Failure) {
+        guard !FileManager.default.fileExists(atPath: path) else { throw .exists(path) }
+        let pem: String
+        do {
+            switch algorithm {
+            case .es256: pem = try P256.PrivateKey().pemRepresentation()
+            case .rs256: pem = try RSAKey.PrivateKey(bits: 2048).pemRepresentation()
+            }
+        } catch {
+            throw .crypto(String(describing: error))
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            if !directory.isEmpty {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            }
+            guard FileManager.default.createFile(atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw Failure.write(path, "create failed")
+            }
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw .write(path, error.localizedDescription)
+        }
+    }
+}
