@@ -260,9 +260,7 @@ final class ConfigDecoder {
 
     /// A string in double quotes with quotes, backslashes and control characters escaped.
     static func quoted(_ text: String) -> String {
-        let limit = 80
-        let shown = text.count > limit ? String(text.prefix(limit)) + "…" : text
-        return ConfigValue.string(shown).jsonText
+        ConfigValue.string(text).jsonText
     }
 
     private static func describe(_ range: ClosedRange<Int>) -> String {

@@ -155,7 +155,7 @@ extension GatewayConfig {
         let m = sub(field, Keys.tokens, d)
         var keys: [TokenKeyConfig] = []
         if let m, let keysField = m.required("keys"), let items = d.sequence(keysField) {
-            if items.isEmpty { d.report(keysField, "expected at least one key") }
+            if items.isEmpty { d.report(line: keysField.keyLine, path: keysField.path, "expected at least one key") }
             var kidLines: [String: Int] = [:]
             var activeIndex: Int?
             for (index, item) in items.enumerated() {
@@ -189,7 +189,7 @@ extension GatewayConfig {
                 }
             }
             if activeIndex == nil, !items.isEmpty {
-                d.report(keysField, "exactly one key must have active: true, found none")
+                d.report(line: keysField.keyLine, path: keysField.path, "exactly one key must have active: true, found none")
             }
         }
         return TokenConfig(

@@ -176,10 +176,12 @@ public struct AppAttestConfig: Sendable, Hashable {
     public let allowTestCA: Bool
 }
 
+/// `log.format`: one JSON object per line, or human-readable text.
 public enum LogFormat: String, Sendable, Hashable, CaseIterable {
     case json, text
 }
 
+/// `log.level`: the least severe level written.
 public enum LogLevel: String, Sendable, Hashable, CaseIterable {
     case debug, info, warn, error
 }

@@ -1,10 +1,13 @@
 /// Validation of the host part of listen addresses and URLs.
 enum HostName {
     /// A DNS name (`localhost`, `redis.internal`) made of 1–63 character labels of letters, digits
-    /// and inner hyphens; at most 253 characters.
+    /// and inner hyphens; at most 253 characters. An all-numeric last label is refused so that a
+    /// mistyped IPv4 address (`256.0.0.1`) is not taken for a name.
     static func isValidDNSName(_ text: some StringProtocol) -> Bool {
         guard !text.isEmpty, text.utf8.count <= 253 else { return false }
-        return text.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard let last = labels.last, !last.allSatisfy(\.isASCIIDigit) else { return false }
+        return labels.allSatisfy { label in
             (1...63).contains(label.count)
                 && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
                 && label.first != "-" && label.last != "-"

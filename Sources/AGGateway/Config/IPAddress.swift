@@ -104,7 +104,3 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         return groups
     }
 }
-
-extension Character {
-    var isASCIIDigit: Bool { isASCII && isNumber }
-}
