@@ -24,7 +24,8 @@ free_port() {
 
 # Starts a redis-server on 127.0.0.1:$1 with its files in $2; waits until it answers.
 start_redis() {
-    local port=$1 dir=$2
+    local port=$1 dir
+    dir=$(mkdir -p "$2" && cd "$2" && pwd)
     mkdir -p "$dir"
     redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
         --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null
@@ -37,6 +38,7 @@ start_redis() {
 }
 
 stop_redis() {
-    local dir=$1
+    local dir
+    dir=$(cd "$1" 2>/dev/null && pwd) || return 0
     [ -f "$dir/redis.pid" ] && kill "$(cat "$dir/redis.pid")" 2>/dev/null || true
 }
