@@ -297,6 +297,22 @@ import Testing
             "conf/tenants/example.yaml:14: custom_claims.subscription: reserved: the subscription claim is set per subject through the admin API",
             "conf/tenants/example.yaml:15: custom_claims.ratio: JSON has no infinity or NaN; quote it to send a string",
         ]),
+        BadCase(name: "payload header clashing with a default claim header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            environment: development
+            forward:
+              payload_header: x-attest-key_id
+
+            """)], expected: [
+            "conf/tenants/example.yaml:5: forward.payload_header: header x-attest-key_id is already used by the default forward.claims.sub",
+        ]),
+        BadCase(name: "claim header clashing with the default payload header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            environment: development
+            forward:
+              claims: { sub: X-Attest-Claims }
+
+            """)], expected: [
+            "conf/tenants/example.yaml:5: forward.claims.sub: header X-Attest-Claims is already used by the default forward.payload_header",
+        ]),
         BadCase(name: "bad platform SSO", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development
             platform_sso:

@@ -237,22 +237,18 @@ extension TenantConfig {
             usedHeaders[normalized] = field.path.description
             return name
         }
+        if m?.raw("payload_header") == nil {
+            usedHeaders[normalizedHeader(ForwardConfig.defaultPayloadHeader)] = "the default forward.payload_header"
+        }
         var claims = ForwardConfig.defaultClaims
-        if let claimsField = m?["claims"], let entries = d.entries(claimsField) {
-            claims = entries.compactMap { key, headerField in
-                let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-                guard path.allSatisfy({ !$0.isEmpty }), let first = path.first, knownClaims.contains(first) else {
-                    d.report(line: headerField.keyLine, path: headerField.path,
-                             "unknown claim \(ConfigDecoder.quoted(key)); claims: \(knownClaims.joined(separator: ", ")) (custom_claims.<path> for nested values)")
-                    return nil
-                }
-                guard let header = d.string(headerField).flatMap({ forwardableHeader(headerField, $0) }) else {
-                    return nil
-                }
-                return ClaimHeader(claimPath: path, header: header)
+        if let claimsField = m?["claims"] {
+            claims = decodeClaimHeaders(claimsField, d, forwardableHeader)
+        } else {
+            for claim in claims {
+                usedHeaders[normalizedHeader(claim.header)] = "the default forward.claims." + claim.claimPath.joined(separator: ".")
             }
         }
-        var payloadHeader: String? = "X-Attest-Claims"
+        var payloadHeader: String? = ForwardConfig.defaultPayloadHeader
         if let payloadField = m?.raw("payload_header") {
             if payloadField.isNull {
                 payloadHeader = nil
@@ -267,6 +263,25 @@ extension TenantConfig {
         }
         return ForwardConfig(claims: claims, payloadHeader: payloadHeader,
                              forwardAuthorization: m?["forward_authorization"].flatMap { d.bool($0) } ?? false)
+    }
+
+    /// `forward.claims`: claim path → header, in file order; `forwardableHeader` checks and
+    /// claims each header name.
+    private static func decodeClaimHeaders(_ field: ConfigField, _ d: ConfigDecoder,
+                                           _ forwardableHeader: (ConfigField, String) -> String?) -> [ClaimHeader] {
+        guard let entries = d.entries(field) else { return ForwardConfig.defaultClaims }
+        return entries.compactMap { key, headerField in
+            let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard path.allSatisfy({ !$0.isEmpty }), let first = path.first, knownClaims.contains(first) else {
+                d.report(line: headerField.keyLine, path: headerField.path,
+                         "unknown claim \(ConfigDecoder.quoted(key)); claims: \(knownClaims.joined(separator: ", ")) (custom_claims.<path> for nested values)")
+                return nil
+            }
+            guard let header = d.string(headerField).flatMap({ forwardableHeader(headerField, $0) }) else {
+                return nil
+            }
+            return ClaimHeader(claimPath: path, header: header)
+        }
     }
 
     private static func decodePlatformSSO(_ field: ConfigField, routes: [RouteConfig],
