@@ -278,6 +278,7 @@ import Testing
               claims:
                 sub: X-Device
                 subjct: X-Subject
+                sub.x: X-Sub-X
                 custom_claims.plan: x_device
                 team_id: Host
                 bundle_id: "Bad Header"
@@ -289,13 +290,14 @@ import Testing
 
             """)], expected: [
             #"conf/tenants/example.yaml:7: forward.claims.subjct: unknown claim "subjct"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
-            "conf/tenants/example.yaml:8: forward.claims.custom_claims.plan: header x_device is already used by forward.claims.sub",
-            "conf/tenants/example.yaml:9: forward.claims.team_id: Host is managed by the proxy and cannot carry claims",
-            #"conf/tenants/example.yaml:10: forward.claims.bundle_id: expected an HTTP header name, got "Bad Header""#,
-            "conf/tenants/example.yaml:11: forward.payload_header: expected a header name, or false to disable, got true",
-            #"conf/tenants/example.yaml:12: forward.forward_authorization: expected true or false, got "no""#,
-            "conf/tenants/example.yaml:14: custom_claims.subscription: reserved: the subscription claim is set per subject through the admin API",
-            "conf/tenants/example.yaml:15: custom_claims.ratio: JSON has no infinity or NaN; quote it to send a string",
+            #"conf/tenants/example.yaml:8: forward.claims.sub.x: unknown claim "sub.x"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
+            "conf/tenants/example.yaml:9: forward.claims.custom_claims.plan: header x_device is already used by forward.claims.sub",
+            "conf/tenants/example.yaml:10: forward.claims.team_id: Host is managed by the proxy and cannot carry claims",
+            #"conf/tenants/example.yaml:11: forward.claims.bundle_id: expected an HTTP header name, got "Bad Header""#,
+            "conf/tenants/example.yaml:12: forward.payload_header: expected a header name, or false to disable, got true",
+            #"conf/tenants/example.yaml:13: forward.forward_authorization: expected true or false, got "no""#,
+            "conf/tenants/example.yaml:15: custom_claims.subscription: reserved: the subscription claim is set per subject through the admin API",
+            "conf/tenants/example.yaml:16: custom_claims.ratio: JSON has no infinity or NaN; quote it to send a string",
         ]),
         BadCase(name: "payload header clashing with a default claim header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development

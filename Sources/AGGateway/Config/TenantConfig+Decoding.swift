@@ -73,9 +73,9 @@ extension TenantConfig {
         let platformSSO = top["platform_sso"].flatMap { decodePlatformSSO($0, routes: routes, d) }
         guard let teamID, let bundleID else { return nil }
         let tenant = TenantConfig(name: ConfigFiles.stem(of: sourcePath), sourcePath: sourcePath, teamID: teamID,
-                            bundleID: bundleID, appID: appID, tier: tier, environment: environment, token: token,
-                            customClaims: customClaims, upstream: upstream, routes: routes, forward: forward,
-                            platformSSO: platformSSO)
+                                  bundleID: bundleID, appID: appID, tier: tier, environment: environment,
+                                  token: token, customClaims: customClaims, upstream: upstream, routes: routes,
+                                  forward: forward, platformSSO: platformSSO)
         return (tenant, top.raw("bundle_id")?.line ?? top.line)
     }
 
@@ -272,7 +272,9 @@ extension TenantConfig {
         guard let entries = d.entries(field) else { return ForwardConfig.defaultClaims }
         return entries.compactMap { key, headerField in
             let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            guard path.allSatisfy({ !$0.isEmpty }), let first = path.first, knownClaims.contains(first) else {
+            guard path.allSatisfy({ !$0.isEmpty }), let first = path.first, knownClaims.contains(first),
+                  path.count == 1 || first == "custom_claims"
+            else {
                 d.report(line: headerField.keyLine, path: headerField.path,
                          "unknown claim \(ConfigDecoder.quoted(key)); claims: \(knownClaims.joined(separator: ", ")) (custom_claims.<path> for nested values)")
                 return nil
