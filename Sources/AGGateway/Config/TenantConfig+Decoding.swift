@@ -180,7 +180,7 @@ extension TenantConfig {
     private static func decodePathPrefix(_ field: ConfigField, _ d: ConfigDecoder) -> String? {
         guard let prefix = d.string(field) else { return nil }
         guard prefix.hasPrefix("/"),
-              prefix.allSatisfy({ $0.asciiValue.map { $0 > 0x20 && $0 < 0x7F } ?? false }),
+              prefix.allSatisfy(\.isVisibleASCII),
               !prefix.contains("?"), !prefix.contains("#"),
               !prefix.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
         else {
