@@ -163,6 +163,21 @@ import Testing
             #"conf/gateway.yaml:10: app_attest.test_ca: test CA file "/nonexistent/test-ca.pem" does not exist"#,
             #"conf/gateway.yaml:12: admin.token_file: admin token file "conf/admin-token" does not exist"#,
         ]),
+        BadCase(name: "default admin token file missing", files: [(".run/admin-token", nil)], expected: [
+            #"conf/gateway.yaml:41: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+        ]),
+        BadCase(name: "an invalid token_env does not excuse a missing token file", files: [
+            (".run/admin-token", nil),
+            ("conf/gateway.yaml", gatewayWith("admin:\n  token_file: ../.run/admin-token\n  token_env: \"1BAD\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:7: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+            #"conf/gateway.yaml:8: admin.token_env: expected an environment variable name (letters, digits, _), got "1BAD""#,
+        ]),
+        BadCase(name: "default admin token file missing in a minimal gateway", files: [
+            (".run/admin-token", nil), ("conf/gateway.yaml", ConfigFixture.minimalGateway),
+        ], expected: [
+            #"conf/gateway.yaml:1: admin.token_file: admin token file "conf/../.run/admin-token" (the default) does not exist; create it or set admin.token_file or admin.token_env"#,
+        ]),
         BadCase(name: "invalid YAML syntax", files: [("conf/tenants/example.yaml", "team_id: ABCDE12345\nbundle_id: [com.example.app\ntier: free\n")], expected: [
             "conf/tenants/example.yaml:3: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 2)",
         ]),
