@@ -220,6 +220,16 @@ import Testing
         }
     }
 
+    @Test func adminTokenFileMayBeMissingWhenTokenEnvIsSet() throws {
+        let fixture = try ConfigFixture()
+        try fixture.remove(".run/admin-token")
+        try fixture.write("conf/gateway.yaml", ConfigFixture.minimalGateway
+            + "admin:\n  token_file: ../.run/admin-token\n  token_env: ATTESTGATE_ADMIN_TOKEN\n")
+        let admin = try ConfigLoader.load(path: fixture.gatewayPath).gateway.admin
+        #expect(admin.tokenFile == fixture.root + "/conf/../.run/admin-token")
+        #expect(admin.tokenEnvironmentVariable == "ATTESTGATE_ADMIN_TOKEN")
+    }
+
     @Test func checkAcceptsTheConfigurationDirectory() throws {
         let fixture = try ConfigFixture()
         #expect(ConfigLoader.check(path: fixture.root + "/conf") == [])

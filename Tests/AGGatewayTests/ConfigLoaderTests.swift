@@ -163,6 +163,21 @@ import Testing
             #"conf/gateway.yaml:10: app_attest.test_ca: test CA file "/nonexistent/test-ca.pem" does not exist"#,
             #"conf/gateway.yaml:12: admin.token_file: admin token file "conf/admin-token" does not exist"#,
         ]),
+        BadCase(name: "default admin token file missing", files: [(".run/admin-token", nil)], expected: [
+            #"conf/gateway.yaml:41: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+        ]),
+        BadCase(name: "an invalid token_env does not excuse a missing token file", files: [
+            (".run/admin-token", nil),
+            ("conf/gateway.yaml", gatewayWith("admin:\n  token_file: ../.run/admin-token\n  token_env: \"1BAD\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:7: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+            #"conf/gateway.yaml:8: admin.token_env: expected an environment variable name (letters, digits, _), got "1BAD""#,
+        ]),
+        BadCase(name: "default admin token file missing in a minimal gateway", files: [
+            (".run/admin-token", nil), ("conf/gateway.yaml", ConfigFixture.minimalGateway),
+        ], expected: [
+            #"conf/gateway.yaml:1: admin.token_file: admin token file "conf/../.run/admin-token" (the default) does not exist; create it or set admin.token_file or admin.token_env"#,
+        ]),
         BadCase(name: "invalid YAML syntax", files: [("conf/tenants/example.yaml", "team_id: ABCDE12345\nbundle_id: [com.example.app\ntier: free\n")], expected: [
             "conf/tenants/example.yaml:3: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 2)",
         ]),
@@ -278,6 +293,7 @@ import Testing
               claims:
                 sub: X-Device
                 subjct: X-Subject
+                sub.x: X-Sub-X
                 custom_claims.plan: x_device
                 team_id: Host
                 bundle_id: "Bad Header"
@@ -289,13 +305,30 @@ import Testing
 
             """)], expected: [
             #"conf/tenants/example.yaml:7: forward.claims.subjct: unknown claim "subjct"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
-            "conf/tenants/example.yaml:8: forward.claims.custom_claims.plan: header x_device is already used by forward.claims.sub",
-            "conf/tenants/example.yaml:9: forward.claims.team_id: Host is managed by the proxy and cannot carry claims",
-            #"conf/tenants/example.yaml:10: forward.claims.bundle_id: expected an HTTP header name, got "Bad Header""#,
-            "conf/tenants/example.yaml:11: forward.payload_header: expected a header name, or false to disable, got true",
-            #"conf/tenants/example.yaml:12: forward.forward_authorization: expected true or false, got "no""#,
-            "conf/tenants/example.yaml:14: custom_claims.subscription: reserved: the subscription claim is set per subject through the admin API",
-            "conf/tenants/example.yaml:15: custom_claims.ratio: JSON has no infinity or NaN; quote it to send a string",
+            #"conf/tenants/example.yaml:8: forward.claims.sub.x: unknown claim "sub.x"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
+            "conf/tenants/example.yaml:9: forward.claims.custom_claims.plan: header x_device is already used by forward.claims.sub",
+            "conf/tenants/example.yaml:10: forward.claims.team_id: Host is managed by the proxy and cannot carry claims",
+            #"conf/tenants/example.yaml:11: forward.claims.bundle_id: expected an HTTP header name, got "Bad Header""#,
+            "conf/tenants/example.yaml:12: forward.payload_header: expected a header name, or false to disable, got true",
+            #"conf/tenants/example.yaml:13: forward.forward_authorization: expected true or false, got "no""#,
+            "conf/tenants/example.yaml:15: custom_claims.subscription: reserved: the subscription claim is set per subject through the admin API",
+            "conf/tenants/example.yaml:16: custom_claims.ratio: JSON has no infinity or NaN; quote it to send a string",
+        ]),
+        BadCase(name: "payload header clashing with a default claim header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            environment: development
+            forward:
+              payload_header: x-attest-key_id
+
+            """)], expected: [
+            "conf/tenants/example.yaml:5: forward.payload_header: header x-attest-key_id is already used by the default forward.claims.sub",
+        ]),
+        BadCase(name: "claim header clashing with the default payload header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            environment: development
+            forward:
+              claims: { sub: X-Attest-Claims }
+
+            """)], expected: [
+            "conf/tenants/example.yaml:5: forward.claims.sub: header X-Attest-Claims is already used by the default forward.payload_header",
         ]),
         BadCase(name: "bad platform SSO", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development

@@ -125,11 +125,12 @@ extension GatewayConfig {
                 ? files.existing(fileField, what: "admin token file")
                 : d.string(fileField).map { files.resolve($0) }
         } else if m?.raw("token_env") == nil {
-            tokenFile = files.resolve(defaultAdminTokenFile)
-            if let reason = ConfigFiles.unreadableReason(tokenFile!) {
+            let defaultFile = files.resolve(defaultAdminTokenFile)
+            if let reason = ConfigFiles.unreadableReason(defaultFile) {
                 d.report(line: m?.line ?? 1, path: ConfigKeyPath.root.key("admin").key("token_file"),
-                         "admin token file \(ConfigDecoder.quoted(tokenFile!)) (the default) \(reason); create it or set admin.token_file or admin.token_env")
+                         "admin token file \(ConfigDecoder.quoted(defaultFile)) (the default) \(reason); create it or set admin.token_file or admin.token_env")
             }
+            tokenFile = defaultFile
         }
         return AdminConfig(listen: m?["listen"].flatMap { listenAddress($0, d) } ?? defaultAdminListen,
                            tokenFile: tokenFile, tokenEnvironmentVariable: tokenEnv)

@@ -33,11 +33,30 @@ enum HostName {
         return (String(host), false, parts.count == 2 ? parts[1] : nil)
     }
 
+    /// `host:port`, with an IPv6 host in brackets.
+    static func authority(host: String, port: Int) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
     /// A decimal port 0–65535 without sign or leading zeros.
     static func parsePort(_ text: Substring) -> Int? {
         guard (1...5).contains(text.count), text.allSatisfy(\.isASCIIDigit),
               text == "0" || !text.hasPrefix("0"), let port = Int(text), port <= 65_535
         else { return nil }
         return port
+    }
+
+    /// The authority at the start of a URL remainder (`host[:port]` up to the first `/`), with
+    /// `defaultPort` when none is given; ports must be 1–65535. Returns what follows the authority.
+    static func parseAuthority(_ text: Substring, defaultPort: Int)
+        -> (host: String, isIPv6: Bool, port: Int, rest: Substring)? {
+        let end = text.firstIndex(of: "/") ?? text.endIndex
+        guard let parts = splitHostPort(text[..<end]) else { return nil }
+        var port = defaultPort
+        if let portText = parts.port {
+            guard let parsed = parsePort(portText), parsed > 0 else { return nil }
+            port = parsed
+        }
+        return (parts.host, parts.isIPv6, port, text[end...])
     }
 }

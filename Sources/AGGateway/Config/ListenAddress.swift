@@ -15,5 +15,5 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
         self.port = port
     }
 
-    public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var description: String { HostName.authority(host: host, port: port) }
 }

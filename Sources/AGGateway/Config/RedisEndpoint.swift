@@ -44,20 +44,14 @@ public struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
             username = user.isEmpty ? nil : user
             password = secret.isEmpty ? nil : secret
         }
-        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
-        guard let parts = HostName.splitHostPort(rest[..<authorityEnd]) else { return nil }
-        var port = 6379
-        if let portText = parts.port {
-            guard let parsed = HostName.parsePort(portText), parsed > 0 else { return nil }
-            port = parsed
-        }
+        guard let authority = HostName.parseAuthority(rest, defaultPort: 6379) else { return nil }
         var database = 0
-        let path = rest[authorityEnd...].dropFirst()
+        let path = authority.rest.dropFirst()
         if !path.isEmpty {
             guard let parsed = Self.parseDatabase(path) else { return nil }
             database = parsed
         }
-        self.init(transport: .tcp(host: parts.host, port: port), username: username, password: password,
+        self.init(transport: .tcp(host: authority.host, port: authority.port), username: username, password: password,
                   database: database)
     }
 
@@ -78,8 +72,7 @@ public struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
             if username != nil || password != nil {
                 credentials = (username ?? "") + ":" + (password == nil ? "" : "***") + "@"
             }
-            let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-            return "redis://\(credentials)\(authority)/\(database)"
+            return "redis://\(credentials)\(HostName.authority(host: host, port: port))/\(database)"
         }
     }
 

@@ -73,9 +73,9 @@ extension TenantConfig {
         let platformSSO = top["platform_sso"].flatMap { decodePlatformSSO($0, routes: routes, d) }
         guard let teamID, let bundleID else { return nil }
         let tenant = TenantConfig(name: ConfigFiles.stem(of: sourcePath), sourcePath: sourcePath, teamID: teamID,
-                            bundleID: bundleID, appID: appID, tier: tier, environment: environment, token: token,
-                            customClaims: customClaims, upstream: upstream, routes: routes, forward: forward,
-                            platformSSO: platformSSO)
+                                  bundleID: bundleID, appID: appID, tier: tier, environment: environment,
+                                  token: token, customClaims: customClaims, upstream: upstream, routes: routes,
+                                  forward: forward, platformSSO: platformSSO)
         return (tenant, top.raw("bundle_id")?.line ?? top.line)
     }
 
@@ -180,7 +180,7 @@ extension TenantConfig {
     private static func decodePathPrefix(_ field: ConfigField, _ d: ConfigDecoder) -> String? {
         guard let prefix = d.string(field) else { return nil }
         guard prefix.hasPrefix("/"),
-              prefix.allSatisfy({ $0.asciiValue.map { $0 > 0x20 && $0 < 0x7F } ?? false }),
+              prefix.allSatisfy(\.isVisibleASCII),
               !prefix.contains("?"), !prefix.contains("#"),
               !prefix.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
         else {
@@ -237,22 +237,18 @@ extension TenantConfig {
             usedHeaders[normalized] = field.path.description
             return name
         }
+        if m?.raw("payload_header") == nil {
+            usedHeaders[normalizedHeader(ForwardConfig.defaultPayloadHeader)] = "the default forward.payload_header"
+        }
         var claims = ForwardConfig.defaultClaims
-        if let claimsField = m?["claims"], let entries = d.entries(claimsField) {
-            claims = entries.compactMap { key, headerField in
-                let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-                guard path.allSatisfy({ !$0.isEmpty }), let first = path.first, knownClaims.contains(first) else {
-                    d.report(line: headerField.keyLine, path: headerField.path,
-                             "unknown claim \(ConfigDecoder.quoted(key)); claims: \(knownClaims.joined(separator: ", ")) (custom_claims.<path> for nested values)")
-                    return nil
-                }
-                guard let header = d.string(headerField).flatMap({ forwardableHeader(headerField, $0) }) else {
-                    return nil
-                }
-                return ClaimHeader(claimPath: path, header: header)
+        if let claimsField = m?["claims"] {
+            claims = decodeClaimHeaders(claimsField, d, forwardableHeader)
+        } else {
+            for claim in claims {
+                usedHeaders[normalizedHeader(claim.header)] = "the default forward.claims." + claim.claimPath.joined(separator: ".")
             }
         }
-        var payloadHeader: String? = "X-Attest-Claims"
+        var payloadHeader: String? = ForwardConfig.defaultPayloadHeader
         if let payloadField = m?.raw("payload_header") {
             if payloadField.isNull {
                 payloadHeader = nil
@@ -267,6 +263,27 @@ extension TenantConfig {
         }
         return ForwardConfig(claims: claims, payloadHeader: payloadHeader,
                              forwardAuthorization: m?["forward_authorization"].flatMap { d.bool($0) } ?? false)
+    }
+
+    /// `forward.claims`: claim path → header, in file order; `forwardableHeader` checks and
+    /// claims each header name.
+    private static func decodeClaimHeaders(_ field: ConfigField, _ d: ConfigDecoder,
+                                           _ forwardableHeader: (ConfigField, String) -> String?) -> [ClaimHeader] {
+        guard let entries = d.entries(field) else { return ForwardConfig.defaultClaims }
+        return entries.compactMap { key, headerField in
+            let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard path.allSatisfy({ !$0.isEmpty }), let first = path.first, knownClaims.contains(first),
+                  path.count == 1 || first == "custom_claims"
+            else {
+                d.report(line: headerField.keyLine, path: headerField.path,
+                         "unknown claim \(ConfigDecoder.quoted(key)); claims: \(knownClaims.joined(separator: ", ")) (custom_claims.<path> for nested values)")
+                return nil
+            }
+            guard let header = d.string(headerField).flatMap({ forwardableHeader(headerField, $0) }) else {
+                return nil
+            }
+            return ClaimHeader(claimPath: path, header: header)
+        }
     }
 
     private static func decodePlatformSSO(_ field: ConfigField, routes: [RouteConfig],

@@ -67,6 +67,9 @@ public struct ForwardConfig: Sendable, Hashable {
     public let payloadHeader: String?
     public let forwardAuthorization: Bool
 
+    /// Used when a tenant file has no `forward.payload_header`.
+    public static let defaultPayloadHeader = "X-Attest-Claims"
+
     /// Used when a tenant file has no `forward.claims`.
     public static let defaultClaims: [ClaimHeader] = [
         ClaimHeader(claimPath: ["sub"], header: "X-Attest-Key-Id"),

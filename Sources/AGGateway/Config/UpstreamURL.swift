@@ -20,19 +20,14 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
         let rest = text.dropFirst("http://".count)
         guard !rest.contains(where: { $0 == "?" || $0 == "#" || $0 == "@" || $0 == "\\" || $0.isWhitespace })
         else { return .failure(.malformed) }
-        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
-        guard let parts = HostName.splitHostPort(rest[..<authorityEnd]) else { return .failure(.malformed) }
-        var port = 80
-        if let portText = parts.port {
-            guard let parsed = HostName.parsePort(portText), parsed > 0 else { return .failure(.malformed) }
-            port = parsed
-        }
-        var base = String(rest[authorityEnd...])
+        guard let authority = HostName.parseAuthority(rest, defaultPort: 80) else { return .failure(.malformed) }
+        var base = String(authority.rest)
         while base.hasSuffix("/") { base.removeLast() }
-        guard base.allSatisfy({ $0.asciiValue.map { $0 > 0x20 && $0 < 0x7F } ?? false }),
+        guard base.allSatisfy(\.isVisibleASCII),
               !base.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
         else { return .failure(.malformed) }
-        return .success(UpstreamURL(host: parts.host, isIPv6: parts.isIPv6, port: port, basePath: base))
+        return .success(UpstreamURL(host: authority.host, isIPv6: authority.isIPv6, port: authority.port,
+                                    basePath: base))
     }
 
     private init(host: String, isIPv6: Bool, port: Int, basePath: String) {
@@ -43,7 +38,7 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `host:port` as sent in the upstream `Host` header.
-    public var authority: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var authority: String { HostName.authority(host: host, port: port) }
 
     public var description: String { "http://\(authority)\(basePath)" }
 }
