@@ -12,12 +12,15 @@ final class GatewayShared: Sendable {
     let snapshots: SnapshotStore
     let metrics: MetricsRegistry
     let logger: Logger
+    /// Where access log lines go (stdout by default).
+    let accessLog: Logger
     /// Runs reloads and other slow work away from the request loops.
     let control: EventLoop
     private let reloadGeneration: Mutex<Int>
 
-    init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, control: EventLoop) {
+    init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, accessLog: Logger, control: EventLoop) {
         self.configPath = configPath
+        self.accessLog = accessLog
         self.snapshots = SnapshotStore(snapshot)
         self.metrics = MetricsRegistry()
         self.logger = logger
@@ -104,7 +107,8 @@ public final class Gateway: Sendable {
     }
 
     /// Loads the configuration at `configPath`, binds the listeners and starts the workers.
-    public init(configPath: String, logger: Logger? = nil) throws(StartError) {
+    /// `logger` and `accessLog` default to stderr and stdout in the configured format.
+    public init(configPath: String, logger: Logger? = nil, accessLog: Logger? = nil) throws(StartError) {
         let config: LoadedConfig
         do {
             config = try ConfigLoader.load(path: configPath)
@@ -129,7 +133,8 @@ public final class Gateway: Sendable {
             logger.warn("no admin token configured: the admin API refuses every call", [])
         }
         let control = EventLoop()
-        shared = GatewayShared(configPath: configPath, snapshot: snapshot, logger: logger, control: control)
+        shared = GatewayShared(configPath: configPath, snapshot: snapshot, logger: logger,
+                               accessLog: accessLog ?? Logger(level: .info, format: .json, fileDescriptor: 1), control: control)
         let workerCount = gateway.server.workerCount(cpuCores: ProcessInfo.processInfo.activeProcessorCount)
         var loops: [EventLoop] = []
         let ready = DispatchGroup()

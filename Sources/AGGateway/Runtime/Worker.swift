@@ -24,7 +24,7 @@ final class Worker {
         self.shared = shared
         self.metrics = shared.metrics.makeWorkerMetrics()
         let snapshot = shared.snapshots.snapshot
-        self.accessLog = Logger(level: .info, format: .json, fileDescriptor: 1)
+        self.accessLog = shared.accessLog
         self.redis = RedisClient(url: snapshot.gateway.redis.url, eventBase: loop.rawBase, timeout: snapshot.gateway.redis.timeout)
         self.challenges = ChallengeStore(redis: redis)
         let timeouts = snapshot.gateway.server.timeouts
