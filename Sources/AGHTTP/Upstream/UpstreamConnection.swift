@@ -6,8 +6,9 @@ internal import CEvent
 /// One TCP connection to an upstream: connecting, serving one exchange, or idle in the pool.
 ///
 /// Loop thread only. While serving, the exchange keeps it alive; while idle, the pool does.
+/// The pool is referenced weakly: idle connections die with it.
 final class UpstreamConnection {
-    private unowned let pool: UpstreamPool
+    private weak var pool: UpstreamPool?
     let address: UpstreamAddress
     private var bev: OpaquePointer?
     let input: OpaquePointer
@@ -100,7 +101,7 @@ final class UpstreamConnection {
         bufferevent_free(bev)
         self.bev = nil
         exchange = nil
-        pool.connectionClosed()
+        pool?.connectionClosed()
     }
 
     private func readable() {
@@ -108,7 +109,7 @@ final class UpstreamConnection {
             exchange.upstreamReadable(self)
         } else {
             // An idle connection must stay silent; anything read means it is unusable.
-            pool.discardIdle(self)
+            discard()
         }
     }
 
@@ -121,7 +122,15 @@ final class UpstreamConnection {
             let error = events & Int16(BEV_EVENT_ERROR) != 0 ? errno : 0
             exchange.upstreamEvent(self, events: events, error: error)
         } else {
+            discard()
+        }
+    }
+
+    private func discard() {
+        if let pool {
             pool.discardIdle(self)
+        } else {
+            close()
         }
     }
 }

@@ -7,7 +7,8 @@ internal import CEvent
 /// response down with backpressure both ways, and reports the outcome once.
 ///
 /// Loop thread only. The connection serving it keeps it alive; the request's hooks refer to it
-/// weakly, so a finished exchange is freed as soon as its connection lets go.
+/// weakly, so a finished exchange is freed as soon as its connection lets go. It keeps the
+/// pool alive while in flight.
 final class UpstreamExchange {
     private enum State {
         case connecting
@@ -17,7 +18,7 @@ final class UpstreamExchange {
         case finished
     }
 
-    private unowned let pool: UpstreamPool
+    private let pool: UpstreamPool
     private let request: HTTPServerRequest
     private let address: UpstreamAddress
     private let head: String
