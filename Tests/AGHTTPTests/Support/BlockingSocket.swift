@@ -67,6 +67,9 @@ final class BlockingSocket {
             Glibc.close(fd)
             return nil
         }
+        // A head and body written separately must not wait for a delayed ACK.
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         return BlockingSocket(fd: fd)
     }
 
