@@ -34,6 +34,7 @@ let package = Package(
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport"]),
+        .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP"]),
         .target(name: "AGTestSupport", dependencies: ["AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats"], path: "Tests/AGTestSupport"),
     ],
     swiftLanguageModes: [.v6]

@@ -23,6 +23,12 @@ final class HTTPServerConnection {
         self.output = bufferevent_get_output(bev)
     }
 
+    /// Reached without `close()` only when the server itself is dropped: the bufferevent must
+    /// not outlive its callback context.
+    deinit {
+        if let bev { bufferevent_free(bev) }
+    }
+
     func start() {
         guard let bev else { return }
         let context = Unmanaged.passUnretained(self).toOpaque()

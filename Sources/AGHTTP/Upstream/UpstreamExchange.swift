@@ -1,0 +1,387 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CEvent
+
+/// One forwarded request: writes the head, streams the client's body up and the upstream's
+/// response down with backpressure both ways, and reports the outcome once.
+///
+/// Loop thread only. The connection serving it keeps it alive; the request's hooks refer to it
+/// weakly, so a finished exchange is freed as soon as its connection lets go. It keeps the
+/// pool alive while in flight.
+final class UpstreamExchange {
+    private enum State {
+        case connecting
+        /// Head written; the body may still be streaming up; waiting for the response head.
+        case awaitingHead
+        case receivingBody
+        case finished
+    }
+
+    private let pool: UpstreamPool
+    private let request: HTTPServerRequest
+    private let address: UpstreamAddress
+    private let head: String
+    private let timeouts: UpstreamTimeouts
+    private let maxBodyBytes: Int
+    private let responseHeaderFilter: ((inout HTTPHeaders) -> Void)?
+    private let completion: (UpstreamOutcome) -> Void
+    private let startedAt: ContinuousClock.Instant
+
+    private var state = State.connecting
+    private var connection: UpstreamConnection?
+    private var retried = false
+    private var bodyStreamStarted = false
+    private var bodyBytesSent = 0
+    /// The whole request, body included, is in the upstream's output buffer.
+    private var requestQueued = false
+    /// Some response byte arrived on the current connection.
+    private var responseBytesSeen = false
+    private var responseStatus = 0
+    private var responseDecoder = BodyDecoder(.none)
+    private var responseReusable = false
+    /// Upstream reads are off because the client's output is full.
+    private var readsPaused = false
+
+    init(pool: UpstreamPool, request: HTTPServerRequest, address: UpstreamAddress, head: String,
+         timeouts: UpstreamTimeouts, maxBodyBytes: Int, responseHeaderFilter: ((inout HTTPHeaders) -> Void)?,
+         completion: @escaping (UpstreamOutcome) -> Void) {
+        self.pool = pool
+        self.request = request
+        self.address = address
+        self.head = head
+        self.timeouts = timeouts
+        self.maxBodyBytes = maxBodyBytes
+        self.responseHeaderFilter = responseHeaderFilter
+        self.completion = completion
+        self.startedAt = .now
+    }
+
+    /// Takes a pooled connection (LIFO) or opens a new one.
+    func start() {
+        request.onAbort = { [weak self] in self?.clientAborted() }
+        if let pooled = pool.takeIdle(address) {
+            attach(pooled)
+            send()
+        } else {
+            connect()
+        }
+    }
+
+    private func connect() {
+        state = .connecting
+        do {
+            attach(try UpstreamConnection(pool: pool, address: address, connectTimeout: timeouts.connect))
+        } catch {
+            fail(error)
+        }
+    }
+
+    private func attach(_ connection: UpstreamConnection) {
+        self.connection = connection
+        connection.exchange = self
+    }
+
+    /// Lets go of the connection, closing it unless `reuse`; the connection may have been the
+    /// last owner of this exchange, so callers keep `self` alive while they finish.
+    private func detach(reuse: Bool) {
+        guard let connection else { return }
+        self.connection = nil
+        if reuse {
+            pool.release(connection)
+        } else {
+            connection.close()
+        }
+    }
+
+    // MARK: Request
+
+    private func send() {
+        guard let connection else { return }
+        state = .awaitingHead
+        responseBytesSeen = false
+        connection.setTimeouts(read: nil, write: timeouts.response)
+        connection.setReading(true)
+        evbuffer_add_string(connection.output, head)
+        if request.framing == .none {
+            markRequestQueued()
+        } else if !bodyStreamStarted {
+            bodyStreamStarted = true
+            request.streamBody(onData: { [weak self] chunk in self?.clientBody(chunk) },
+                               onEnd: { [weak self] result in self?.clientBodyEnded(result) })
+        } else {
+            request.bodyPaused = false
+        }
+    }
+
+    private func clientBody(_ chunk: OpaquePointer) {
+        guard let connection, state == .awaitingHead || state == .receivingBody else { return }
+        let length = evbuffer_get_length(chunk)
+        bodyBytesSent += length
+        guard bodyBytesSent <= maxBodyBytes else {
+            fail(.bodyTooLarge)
+            return
+        }
+        if request.framing == .chunked {
+            ChunkedEncoder.writeChunk(from: chunk, to: connection.output)
+        } else {
+            evbuffer_add_buffer(connection.output, chunk)
+        }
+        if evbuffer_get_length(connection.output) > pool.configuration.highWatermark {
+            request.bodyPaused = true
+        }
+    }
+
+    private func clientBodyEnded(_ result: Result<Void, HTTPBodyError>) {
+        switch result {
+        case .success:
+            guard let connection, state == .awaitingHead || state == .receivingBody else { return }
+            if request.framing == .chunked { ChunkedEncoder.writeEnd(to: connection.output) }
+            markRequestQueued()
+        case .failure(.incomplete):
+            clientAborted()
+        case .failure(.malformed(let why)):
+            fail(.clientBodyMalformed(why))
+        case .failure(.tooLarge):
+            fail(.bodyTooLarge)
+        }
+    }
+
+    /// From here the response timeout runs: the head must arrive in time.
+    private func markRequestQueued() {
+        requestQueued = true
+        if state == .awaitingHead {
+            connection?.setTimeouts(read: timeouts.response, write: timeouts.response)
+        }
+    }
+
+    // MARK: Upstream events
+
+    func upstreamWritable(_ connection: UpstreamConnection) {
+        if bodyStreamStarted, !requestQueued, request.bodyPaused {
+            request.bodyPaused = false
+        }
+    }
+
+    func upstreamReadable(_ connection: UpstreamConnection) {
+        switch state {
+        case .awaitingHead:
+            readHead(connection)
+        case .receivingBody:
+            pumpResponseBody()
+        case .connecting, .finished:
+            break
+        }
+    }
+
+    func upstreamEvent(_ connection: UpstreamConnection, events: Int16, error: Int32) {
+        if events & Int16(BEV_EVENT_CONNECTED) != 0 {
+            guard state == .connecting else { return }
+            send()
+            return
+        }
+        let timedOut = events & Int16(BEV_EVENT_TIMEOUT) != 0
+        switch state {
+        case .connecting:
+            fail(timedOut ? .timeout : .connectFailed(error == 0 ? "connection refused" : String(cString: strerror(error))))
+        case .awaitingHead:
+            if timedOut {
+                fail(.timeout)
+            } else if canRetry(connection) {
+                retry()
+            } else {
+                fail(.connectionReset)
+            }
+        case .receivingBody:
+            if timedOut {
+                interrupt(.timeout)
+            } else if events & Int16(BEV_EVENT_EOF) != 0, responseDecoder.endsAtClose {
+                pumpResponseBody()
+                finish(reuse: false)
+            } else {
+                interrupt(.connectionReset)
+            }
+        case .finished:
+            break
+        }
+    }
+
+    /// A pooled connection the upstream closed while idle, detected only after we wrote to it.
+    /// Retrying is safe only if the upstream sent nothing back and the client's body can still
+    /// be sent in full (none of it was consumed).
+    private func canRetry(_ connection: UpstreamConnection) -> Bool {
+        connection.reused && !retried && !responseBytesSeen && bodyBytesSent == 0
+    }
+
+    private func retry() {
+        retried = true
+        detach(reuse: false)
+        if bodyStreamStarted { request.bodyPaused = true }
+        connect()
+    }
+
+    // MARK: Response
+
+    private func readHead(_ connection: UpstreamConnection) {
+        let input = connection.input
+        while true {
+            let available = evbuffer_get_length(input)
+            guard available > 0 else { return }
+            responseBytesSeen = true
+            let found = "\r\n\r\n".withCString { evbuffer_search(input, $0, 4, nil) }
+            guard found.pos >= 0 else {
+                if available > pool.configuration.maxResponseHeadBytes { fail(.invalidResponse("response head too large")) }
+                return
+            }
+            let headLength = found.pos + 4
+            guard headLength <= pool.configuration.maxResponseHeadBytes else {
+                fail(.invalidResponse("response head too large"))
+                return
+            }
+            let parsed: HTTPResponseHead
+            let framing: BodyFraming
+            do {
+                parsed = try HTTPHeadParser.parseResponse(UnsafeRawBufferPointer(start: evbuffer_pullup(input, headLength), count: headLength))
+                framing = try HTTPHeadParser.responseFraming(parsed, requestMethod: request.method)
+            } catch {
+                fail(.invalidResponse(error.message))
+                return
+            }
+            evbuffer_drain(input, headLength)
+            if (100..<200).contains(parsed.status) {
+                // Interim responses are not forwarded: the server sent its own 100 Continue.
+                guard parsed.status != 101 else {
+                    fail(.invalidResponse("unexpected protocol switch"))
+                    return
+                }
+                continue
+            }
+            startResponse(parsed, framing: framing)
+            return
+        }
+    }
+
+    private func startResponse(_ parsed: HTTPResponseHead, framing: BodyFraming) {
+        let headers = parsed.headers
+        if parsed.versionMinor >= 1 {
+            responseReusable = !headers.containsToken("close", in: "Connection")
+        } else {
+            responseReusable = headers.containsToken("keep-alive", in: "Connection")
+        }
+        if framing == .untilClose { responseReusable = false }
+        let contentLength: Int?
+        switch framing {
+        case .length(let length):
+            contentLength = length
+        case .none:
+            if request.method == "HEAD" {
+                contentLength = headers["Content-Length"].flatMap(HTTPHeadParser.parseContentLength)
+            } else if parsed.status == 204 || parsed.status == 304 {
+                contentLength = nil
+            } else {
+                contentLength = 0
+            }
+        case .chunked, .untilClose:
+            contentLength = nil
+        }
+        var forwarded = headers
+        forwarded.removeAll { name in
+            // Framing belongs to each hop: the server writes its own for the client.
+            name.equalsIgnoringASCIICase("Content-Length") || name.equalsIgnoringASCIICase("Transfer-Encoding")
+        }
+        responseHeaderFilter?(&forwarded)
+        forwarded.remove("Connection")
+        state = .receivingBody
+        responseStatus = parsed.status
+        responseDecoder = BodyDecoder(framing)
+        request.onWritable = { [weak self] in self?.clientDrained() }
+        request.startResponse(status: parsed.status, reason: parsed.reason, headers: forwarded, contentLength: contentLength)
+        pumpResponseBody()
+    }
+
+    private func pumpResponseBody() {
+        guard state == .receivingBody, !readsPaused, let connection else { return }
+        let scratch = pool.scratch
+        let result = responseDecoder.decode(from: connection.input, into: scratch)
+        let decoded = evbuffer_get_length(scratch)
+        if decoded > 0 {
+            request.writeBody(scratch)
+            // The client may be gone, in which case nothing was taken.
+            let left = evbuffer_get_length(scratch)
+            if left > 0 { evbuffer_drain(scratch, left) }
+        }
+        switch result {
+        case .done:
+            finish(reuse: responseReusable && requestQueued && evbuffer_get_length(connection.input) == 0)
+        case .malformed(let why):
+            interrupt(.invalidResponse(why))
+        case .needMore:
+            if request.pendingOutput > pool.configuration.highWatermark {
+                readsPaused = true
+                connection.setReading(false)
+            }
+        }
+    }
+
+    /// The client's output drained: read from the upstream again.
+    private func clientDrained() {
+        guard readsPaused, state == .receivingBody else { return }
+        readsPaused = false
+        connection?.setReading(true)
+        pumpResponseBody()
+    }
+
+    // MARK: Endings
+
+    private func finish(reuse: Bool) {
+        guard state != .finished else { return }
+        state = .finished
+        withExtendedLifetime(self) {
+            clearHooks()
+            detach(reuse: reuse)
+            request.endResponse(complete: true)
+            completion(.completed(status: responseStatus, upstreamTime: .now - startedAt, bodyBytes: responseDecoder.bytesDecoded))
+        }
+    }
+
+    /// Fails before any response byte went to the client, or cuts the response short after.
+    private func fail(_ error: UpstreamError) {
+        guard state != .finished else { return }
+        if state == .receivingBody {
+            interrupt(error)
+            return
+        }
+        state = .finished
+        withExtendedLifetime(self) {
+            clearHooks()
+            detach(reuse: false)
+            completion(.failed(error))
+        }
+    }
+
+    private func interrupt(_ error: UpstreamError) {
+        guard state != .finished else { return }
+        state = .finished
+        withExtendedLifetime(self) {
+            clearHooks()
+            detach(reuse: false)
+            request.endResponse(complete: false)
+            completion(.interrupted(error, status: responseStatus, upstreamTime: .now - startedAt,
+                                    bodyBytes: responseDecoder.bytesDecoded))
+        }
+    }
+
+    private func clientAborted() {
+        guard state != .finished else { return }
+        if state == .receivingBody {
+            interrupt(.clientAborted)
+        } else {
+            fail(.clientAborted)
+        }
+    }
+
+    private func clearHooks() {
+        request.onAbort = nil
+        request.onWritable = nil
+    }
+}

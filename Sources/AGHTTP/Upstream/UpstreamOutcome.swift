@@ -1,0 +1,81 @@
+/// Why forwarding a request failed.
+public enum UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The TCP connection could not be established (refused, unreachable).
+    case connectFailed(String)
+    /// The upstream closed or reset the connection before the response was complete.
+    case connectionReset
+    /// The connect, the response head, or a pause between body reads took too long.
+    case timeout
+    /// The client's body exceeds the limit given to `forward`.
+    case bodyTooLarge
+    /// The client's body framing is broken (bad chunk syntax).
+    case clientBodyMalformed(String)
+    /// The upstream answered with something that is not valid HTTP/1.x.
+    case invalidResponse(String)
+    /// The client went away.
+    case clientAborted
+
+    /// The status the gateway answers with when nothing has been sent to the client yet
+    /// (499 for a client that left, as nginx logs it; nobody receives it).
+    public var status: Int {
+        switch self {
+        case .connectFailed, .connectionReset, .invalidResponse: 502
+        case .timeout: 504
+        case .bodyTooLarge: 413
+        case .clientBodyMalformed: 400
+        case .clientAborted: 499
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .connectFailed(let why): "upstream connect failed: \(why)"
+        case .connectionReset: "upstream closed the connection"
+        case .timeout: "upstream timed out"
+        case .bodyTooLarge: "request body too large"
+        case .clientBodyMalformed(let why): "malformed request body: \(why)"
+        case .invalidResponse(let why): "invalid upstream response: \(why)"
+        case .clientAborted: "client closed the connection"
+        }
+    }
+}
+
+/// How one forwarded request ended, reported exactly once per `forward` call.
+public enum UpstreamOutcome: Sendable, Equatable {
+    /// The whole upstream response reached the client's output buffer.
+    case completed(status: Int, upstreamTime: Duration, bodyBytes: Int)
+    /// Nothing was sent to the client: the caller answers (502, 504, 413, 400), unless the
+    /// error is `.clientAborted`.
+    case failed(UpstreamError)
+    /// The response had started and was cut short; the client connection has been closed.
+    case interrupted(UpstreamError, status: Int, upstreamTime: Duration, bodyBytes: Int)
+}
+
+/// Time limits of one forwarded request.
+public struct UpstreamTimeouts: Sendable, Equatable {
+    /// Limit for establishing the TCP connection.
+    public var connect: Duration
+    /// Limit for the response head once the request is sent, and for every pause between
+    /// response body reads (and request body writes).
+    public var response: Duration
+
+    public init(connect: Duration, response: Duration) {
+        self.connect = connect
+        self.response = response
+    }
+}
+
+/// Limits of one pool.
+public struct UpstreamPoolConfiguration: Sendable {
+    /// Idle connections kept per upstream address; the oldest are closed beyond it.
+    public var maxIdlePerTarget = 64
+    /// How long a connection may sit idle in the pool before it is closed. Keep it below the
+    /// upstreams' own keep-alive timeout so they rarely close a connection under us.
+    public var idleTimeout: Duration = .seconds(30)
+    /// Bytes buffered in one direction before the sending side is paused (backpressure).
+    public var highWatermark = 256 * 1024
+    /// Largest accepted upstream response head.
+    public var maxResponseHeadBytes = 64 * 1024
+
+    public init() {}
+}
