@@ -1,4 +1,7 @@
 internal import CEvent
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One client connection: parses request heads, feeds bodies, writes responses, keeps alive.
 final class HTTPServerConnection {
@@ -17,6 +20,9 @@ final class HTTPServerConnection {
     init(server: HTTPServer, fd: Int32, remoteAddress: String) {
         self.server = server
         self.remoteAddress = remoteAddress
+        // Responses are written whole; Nagle would only delay a head and body sent apart.
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         let bev = bufferevent_socket_new(server.loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))!
         self.bev = bev
         self.input = bufferevent_get_input(bev)
