@@ -1,3 +1,4 @@
+import AGFormats
 import FoundationEssentials
 import Testing
 
@@ -50,7 +51,7 @@ import Testing
             Row("admin.listen", g.admin.listen.description, "127.0.0.1:9901"),
             Row("admin.token_file", g.admin.tokenFile, conf + "../.run/admin-token"),
             Row("admin.token_env", g.admin.tokenEnvironmentVariable, String?.none),
-            Row("redis.url", g.redis.endpoint.description, "redis://127.0.0.1:6379/0"),
+            Row("redis.url", g.redis.url.description, "redis://127.0.0.1:6379/0"),
             Row("redis.timeout", g.redis.timeout, Duration.milliseconds(250)),
             Row("tokens.ttl", g.tokens.ttl, Duration.seconds(3_600)),
             Row("tokens.leeway", g.tokens.leeway, Duration.seconds(30)),
@@ -77,7 +78,7 @@ import Testing
             Row("tenant token.audience", t.token.audience, "ABCDE12345.com.example.app"),
             Row("tenant token.ttl", t.token.ttl, Duration.seconds(3_600)),
             Row("tenant token.header", t.token.header, "Authorization"),
-            Row("tenant custom_claims", t.customClaims, [String: ConfigValue]()),
+            Row("tenant custom_claims", t.customClaims, [String: JSONValue]()),
             Row("tenant upstream", t.upstream == nil, true),
             Row("tenant routes", t.routes, [RouteConfig]()),
             Row("tenant forward.claims", t.forward.claims, ForwardConfig.defaultClaims),
@@ -176,7 +177,7 @@ import Testing
             Row("admin.listen", g.admin.listen.description, "10.1.2.3:9000"),
             Row("admin.token_file (env only)", g.admin.tokenFile, String?.none),
             Row("admin.token_env", g.admin.tokenEnvironmentVariable, "ADMIN_TOKEN"),
-            Row("redis.url", g.redis.endpoint.description, "redis://:***@redis.internal:6380/2"),
+            Row("redis.url", g.redis.url.description, "redis://:***@redis.internal:6380/2"),
             Row("redis.timeout", g.redis.timeout, Duration.seconds(1)),
             Row("tokens.issuer", g.tokens.issuer, "https://gw.example.com"),
             Row("tokens.ttl", g.tokens.ttl, Duration.seconds(900)),
@@ -200,7 +201,7 @@ import Testing
             Row("tenant tier", t.tier, "gold"),
             Row("tenant environment", t.environment, AppAttestEnvironment.production),
             Row("tenant token", t.token, TenantTokenConfig(audience: "my-api", ttl: .seconds(600), header: "X-App-Token")),
-            Row("tenant custom_claims", ConfigValue.object(t.customClaims).jsonText,
+            Row("tenant custom_claims", JSONValue.object(t.customClaims).serializedString(),
                 #"{"limits":{"note":null,"ratio":0.5,"seats":5,"tags":["a","1"],"trial":false},"plan":"pro"}"#),
             Row("tenant upstream", t.upstream?.description, "http://[::1]:9000/base"),
             Row("tenant routes", t.routes, [RouteConfig(prefix: "/v1/", auth: .anonymous),

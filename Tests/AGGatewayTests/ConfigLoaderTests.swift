@@ -1,3 +1,4 @@
+import AGFormats
 import FoundationEssentials
 import Testing
 
@@ -23,7 +24,7 @@ import Testing
         #expect(tenant.upstream?.description == "http://127.0.0.1:9000")
         #expect(tenant.routes == [RouteConfig(prefix: "/api/", auth: .required),
                                   RouteConfig(prefix: "/public/", auth: .anonymous)])
-        #expect(ConfigValue.object(tenant.customClaims).jsonText == #"{"features":["sync","export"],"plan":"beta"}"#)
+        #expect(JSONValue.object(tenant.customClaims).serializedString() == #"{"features":["sync","export"],"plan":"beta"}"#)
     }
 
     @Test func shippedConfigurationNeedsTheDevelopmentKey() throws {

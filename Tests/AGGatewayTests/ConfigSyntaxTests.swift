@@ -1,3 +1,5 @@
+import AGRedis
+import AGFormats
 import Testing
 
 @testable import AGGateway
@@ -99,21 +101,9 @@ import Testing
 
     @Test(arguments: redisURLs)
     func redisEndpoint(_ text: String, _ expected: String?, _ password: String?) {
-        let endpoint = RedisEndpoint(text)
+        let endpoint = try? RedisURL(parsing: text)
         #expect(endpoint?.description == expected)
         #expect(endpoint?.password == password)
-    }
-
-    static let jsonValues: [(ConfigValue, String)] = [
-        (.null, "null"), (.bool(true), "true"), (.int(-42), "-42"), (.double(1.5), "1.5"), (.double(2), "2.0"),
-        (.double(1e-7), "1e-07"), (.string("a\"b\\c\n\u{01}é"), #""a\"b\\c\n\u0001é""#),
-        (.array([.int(1), .string("x"), .array([])]), #"[1,"x",[]]"#),
-        (.object(["b": .int(2), "a": .object(["z": .null])]), #"{"a":{"z":null},"b":2}"#),
-    ]
-
-    @Test(arguments: jsonValues)
-    func compactJSON(_ value: ConfigValue, _ expected: String) {
-        #expect(value.jsonText == expected)
     }
 
     @Test func problemRendering() {

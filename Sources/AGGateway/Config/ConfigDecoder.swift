@@ -1,3 +1,4 @@
+import AGFormats
 /// A value in the YAML tree together with its key path, ready to be decoded.
 struct ConfigField {
     let node: YAMLNode
@@ -260,7 +261,7 @@ final class ConfigDecoder {
 
     /// A string in double quotes with quotes, backslashes and control characters escaped.
     static func quoted(_ text: String) -> String {
-        ConfigValue.string(text).jsonText
+        JSONValue.string(text).serializedString()
     }
 
     private static func describe(_ range: ClosedRange<Int>) -> String {

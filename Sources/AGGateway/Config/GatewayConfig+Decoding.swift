@@ -1,7 +1,8 @@
+import AGRedis
 extension GatewayConfig {
     static let defaultListen = ListenAddress("0.0.0.0:8080")!
     static let defaultAdminListen = ListenAddress("127.0.0.1:9901")!
-    static let defaultRedis = RedisEndpoint("redis://127.0.0.1:6379/0")!
+    static let defaultRedis = RedisURL(endpoint: .tcp(host: "127.0.0.1", port: 6379))
     static let defaultAdminTokenFile = "../.run/admin-token"
     static let defaultRootCAFile = "Apple_App_Attestation_Root_CA.pem"
 
@@ -138,9 +139,9 @@ extension GatewayConfig {
 
     private static func decodeRedis(_ field: ConfigField?, _ d: ConfigDecoder) -> RedisConfig {
         let m = sub(field, Keys.redis, d)
-        let endpoint = m?["url"].flatMap { field -> RedisEndpoint? in
+        let endpoint = m?["url"].flatMap { field -> RedisURL? in
             guard let text = d.string(field) else { return nil }
-            guard let endpoint = RedisEndpoint(text) else {
+            guard let endpoint = try? RedisURL(parsing: text) else {
                 // The URL may hold a password: show only its scheme.
                 let scheme = text.firstRange(of: "://").map { String(text[..<$0.lowerBound]) + "://…" } ?? "a value without a scheme"
                 d.report(field, "expected redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N], got \(scheme)")
@@ -148,7 +149,7 @@ extension GatewayConfig {
             }
             return endpoint
         }
-        return RedisConfig(endpoint: endpoint ?? defaultRedis,
+        return RedisConfig(url: endpoint ?? defaultRedis,
                            timeout: m?["timeout"].flatMap { d.duration($0) } ?? .milliseconds(250))
     }
 

@@ -1,3 +1,4 @@
+public import AGRedis
 /// The validated contents of `gateway.yaml`, with every default filled in and every relative
 /// path resolved against the directory of `gateway.yaml`.
 public struct GatewayConfig: Sendable {
@@ -67,7 +68,7 @@ public struct AdminConfig: Sendable, Hashable {
 
 /// `redis`.
 public struct RedisConfig: Sendable, Hashable {
-    public let endpoint: RedisEndpoint
+    public let url: RedisURL
     /// Per-command timeout.
     public let timeout: Duration
 }

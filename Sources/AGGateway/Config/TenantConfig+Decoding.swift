@@ -1,3 +1,4 @@
+import AGFormats
 extension TenantConfig {
     private enum Keys {
         static let root = ["team_id", "bundle_id", "tier", "environment", "token", "custom_claims", "upstream",
@@ -119,28 +120,28 @@ extension TenantConfig {
                                  header: header ?? "Authorization")
     }
 
-    private static func decodeCustomClaims(_ field: ConfigField, _ d: ConfigDecoder) -> [String: ConfigValue]? {
+    private static func decodeCustomClaims(_ field: ConfigField, _ d: ConfigDecoder) -> [String: JSONValue]? {
         guard let entries = d.entries(field) else { return nil }
-        var claims: [String: ConfigValue] = [:]
+        var claims: [String: JSONValue] = [:]
         for (key, valueField) in entries {
             if key == "subscription" {
                 d.report(line: valueField.keyLine, path: valueField.path,
                          "reserved: the subscription claim is set per subject through the admin API")
                 continue
             }
-            if let value = configValue(valueField, d) { claims[key] = value }
+            if let value = jsonValue(valueField, d) { claims[key] = value }
         }
         return claims
     }
 
     /// Any YAML value as JSON: plain scalars typed by the core schema, quoted ones as strings.
-    private static func configValue(_ field: ConfigField, _ d: ConfigDecoder) -> ConfigValue? {
+    private static func jsonValue(_ field: ConfigField, _ d: ConfigDecoder) -> JSONValue? {
         switch field.node.content {
         case .scalar(let scalar):
             switch scalar.resolved {
             case .null: return .null
             case .bool(let value): return .bool(value)
-            case .int(let value): return .int(value)
+            case .int(let value): return .integer(Int64(value))
             case .string(let value): return .string(value)
             case .double(let value):
                 guard value.isFinite else {
@@ -151,13 +152,13 @@ extension TenantConfig {
             }
         case .sequence:
             let items = d.sequence(field) ?? []
-            let values = items.compactMap { configValue($0, d) }
+            let values = items.compactMap { jsonValue($0, d) }
             return values.count == items.count ? .array(values) : nil
         case .mapping:
             let entries = d.entries(field) ?? []
-            var members: [String: ConfigValue] = [:]
+            var members: [String: JSONValue] = [:]
             for (key, valueField) in entries {
-                if let value = configValue(valueField, d) { members[key] = value }
+                if let value = jsonValue(valueField, d) { members[key] = value }
             }
             return members.count == entries.count ? .object(members) : nil
         }

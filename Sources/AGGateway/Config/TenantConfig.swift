@@ -1,3 +1,4 @@
+public import AGFormats
 /// The validated contents of one `tenants/<name>.yaml`.
 public struct TenantConfig: Sendable, Hashable {
     /// File name without extension.
@@ -13,7 +14,7 @@ public struct TenantConfig: Sendable, Hashable {
     public let environment: AppAttestEnvironment
     public let token: TenantTokenConfig
     /// Static `custom_claims` object carried in every token.
-    public let customClaims: [String: ConfigValue]
+    public let customClaims: [String: JSONValue]
     /// `nil` when the tenant only uses attestation (no routes).
     public let upstream: UpstreamURL?
     /// In file order.
