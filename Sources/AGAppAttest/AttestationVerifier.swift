@@ -3,7 +3,7 @@ internal import AGFormats
 public import Foundation
 
 /// The App Attest environment a key was created in, told apart by the AAGUID.
-public enum AppAttestEnvironment: String, Sendable, Equatable {
+public enum AppAttestEnvironment: String, Sendable, Hashable, CaseIterable {
     case development
     case production
 

@@ -1,3 +1,4 @@
+import AGAppAttest
 import AGFormats
 import FoundationEssentials
 import Testing

@@ -1,3 +1,4 @@
+import AGAppAttest
 import AGFormats
 extension TenantConfig {
     private enum Keys {

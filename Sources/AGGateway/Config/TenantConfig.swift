@@ -1,4 +1,5 @@
 public import AGFormats
+public import AGAppAttest
 /// The validated contents of one `tenants/<name>.yaml`.
 public struct TenantConfig: Sendable, Hashable {
     /// File name without extension.
@@ -24,12 +25,6 @@ public struct TenantConfig: Sendable, Hashable {
 }
 
 /// Which App Attest AAGUID a tenant accepts.
-public enum AppAttestEnvironment: String, Sendable, Hashable, CaseIterable {
-    /// `appattestdevelop`
-    case development
-    /// `appattest`
-    case production
-}
 
 /// `token`: per-tenant token settings.
 public struct TenantTokenConfig: Sendable, Hashable {
