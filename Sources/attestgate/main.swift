@@ -39,7 +39,7 @@ case "serve":
     }
 case "check-config":
     let path = arguments.count > 1 ? arguments[1] : "conf"
-    let problems = ConfigLoader.check(path: path)
+    let problems = GatewaySnapshot.check(path: path)
     if problems.isEmpty {
         print("configuration OK: \(path)")
         exit(0)

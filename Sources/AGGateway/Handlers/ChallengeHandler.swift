@@ -2,8 +2,7 @@ import Foundation
 
 /// `GET /api/v1/attestation/challenge`: a single-use challenge, valid for `challenge.ttl`.
 enum ChallengeHandler {
-    static func handle(_ context: RequestContext) {
-        guard let tenant = context.resolveTenant() else { return }
+    static func handle(_ context: RequestContext, tenant: Tenant) {
         let ttl = context.snapshot.gateway.challenge.ttl
         context.worker.challenges.issue(tenant: tenant, ttl: ttl) { result in
             switch result {
@@ -15,8 +14,7 @@ enum ChallengeHandler {
                 json.add("ttl", Int(ttl.milliseconds / 1000))
                 context.respond(status: 200, json: json.finished())
             case .failure(let error):
-                context.worker.shared.logger.warn("challenge store failed", [("error", .string(error.description))])
-                context.fail(.storeUnavailable)
+                context.storeFailed(error)
             }
         }
     }

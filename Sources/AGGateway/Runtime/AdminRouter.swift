@@ -1,3 +1,4 @@
+import AGCrypto
 import AGHTTP
 
 /// Dispatches admin-listener requests. Every call needs `Authorization: Bearer <admin token>`.
@@ -22,6 +23,43 @@ struct AdminRouter {
         case ("POST", "/admin/v1/reload"):
             context.route = "admin_reload"
             reload(context)
+        default:
+            if path.hasPrefix("/admin/v1/tenants/") {
+                tenantCall(context, path.dropFirst("/admin/v1/tenants/".count).split(separator: "/", omittingEmptySubsequences: false))
+            } else {
+                context.fail(.notFound)
+            }
+        }
+    }
+
+    /// `/admin/v1/tenants/{appId}/…`
+    private func tenantCall(_ context: RequestContext, _ parts: [Substring]) {
+        guard let appID = parts.first, let tenant = context.snapshot.tenants[String(appID)] else {
+            context.fail(GatewayError(status: 404, code: "not_found", message: "no tenant with this App ID"))
+            return
+        }
+        context.tenant = tenant
+        let method = context.request.method
+        switch (method, Array(parts.dropFirst())) {
+        case ("PUT", let rest) where rest.count == 2 && rest[0] == "keys",
+             ("GET", let rest) where rest.count == 2 && rest[0] == "keys",
+             ("POST", let rest) where rest.count == 3 && rest[0] == "keys" && rest[2] == "revoke":
+            context.route = "admin_keys"
+            guard let keyID = AdminDeviceHandlers.canonicalKeyID(rest[1]) else {
+                context.fail(AdminDeviceHandlers.keyIDInvalid)
+                return
+            }
+            switch method {
+            case "PUT": AdminDeviceHandlers.importKey(context, tenant: tenant, keyID: keyID)
+            case "GET": AdminDeviceHandlers.readKey(context, tenant: tenant, keyID: keyID)
+            default: AdminDeviceHandlers.revoke(context, tenant: tenant, keyID: keyID)
+            }
+        case ("PUT", let rest) where rest.count == 3 && rest[0] == "subjects" && rest[2] == "subscription":
+            context.route = "admin_subscription"
+            AdminDeviceHandlers.setSubscription(context, tenant: tenant, subjectID: rest[1])
+        case ("GET", let rest) where rest == ["usage"]:
+            context.route = "admin_usage"
+            AdminDeviceHandlers.usage(context, tenant: tenant)
         default:
             context.fail(.notFound)
         }
@@ -65,10 +103,3 @@ struct UncheckedBox<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
 }
 
-/// Compares secrets without an early exit on the first differing byte.
-func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    guard a.count == b.count else { return false }
-    var difference: UInt8 = 0
-    for index in a.indices { difference |= a[index] ^ b[index] }
-    return difference == 0
-}

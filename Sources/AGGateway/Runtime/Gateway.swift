@@ -39,8 +39,9 @@ final class GatewayShared: Sendable {
                 for (name, old, new) in restartOnlySettings(previous, config.gateway) where old != new {
                     logger.warn("setting changed on reload takes effect after a restart", [("key", .string(name))])
                 }
+                let snapshot = try GatewaySnapshot(config: config, generation: generation + 1, adminToken: AdminToken.load(config.gateway))
                 generation += 1
-                snapshots.replace(GatewaySnapshot(config: config, generation: generation, adminToken: AdminToken.load(config.gateway)))
+                snapshots.replace(snapshot)
                 metrics.increment("attestgate_config_reloads_total{result=\"ok\"}")
                 logger.info("configuration reloaded", [
                     ("trigger", .string(trigger)), ("generation", .int(generation)),
@@ -110,8 +111,10 @@ public final class Gateway: Sendable {
     /// `logger` and `accessLog` default to stderr and stdout in the configured format.
     public init(configPath: String, logger: Logger? = nil, accessLog: Logger? = nil) throws(StartError) {
         let config: LoadedConfig
+        let snapshot: GatewaySnapshot
         do {
             config = try ConfigLoader.load(path: configPath)
+            snapshot = try GatewaySnapshot(config: config, generation: 1, adminToken: AdminToken.load(config.gateway))
         } catch {
             throw .config(error)
         }
@@ -128,7 +131,6 @@ public final class Gateway: Sendable {
         sockets = [publicSocket, adminSocket]
         publicPort = publicSocket.port
         adminPort = adminSocket.port
-        let snapshot = GatewaySnapshot(config: config, generation: 1, adminToken: AdminToken.load(gateway))
         if snapshot.adminToken == nil {
             logger.warn("no admin token configured: the admin API refuses every call", [])
         }

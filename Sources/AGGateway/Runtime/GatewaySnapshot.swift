@@ -11,18 +11,35 @@ public final class GatewaySnapshot: Sendable {
     public let adminToken: String?
     /// Tenants by App ID (`TEAMID.bundle.id`).
     let tenants: [String: Tenant]
+    let tokenKeys: TokenKeys
 
     public var gateway: GatewayConfig { config.gateway }
 
-    init(config: LoadedConfig, generation: Int, adminToken: String?) {
+    var tokenIssuer: TokenIssuer { TokenIssuer(keys: tokenKeys, issuer: gateway.tokens.issuer) }
+
+    /// Builds a snapshot; throws when a token key file cannot be parsed.
+    init(config: LoadedConfig, generation: Int, adminToken: String?) throws(ConfigError) {
         self.config = config
         self.generation = generation
         self.adminToken = adminToken
+        self.tokenKeys = try TokenKeys(config.gateway.tokens)
         var tenants: [String: Tenant] = [:]
         for tenantConfig in config.tenants.all {
             tenants[tenantConfig.appID] = Tenant(config: tenantConfig)
         }
         self.tenants = tenants
+    }
+
+    /// Everything `serve` would reject in the configuration at `path`, one line per problem
+    /// (`attestgate check-config`): the files, and the key files' contents.
+    public static func check(path: String) -> [String] {
+        do {
+            let config = try ConfigLoader.load(path: path)
+            _ = try GatewaySnapshot(config: config, generation: 0, adminToken: nil)
+            return []
+        } catch {
+            return error.lines
+        }
     }
 
     /// The tenant for a request's `X-Team-ID` and `X-Bundle-ID`.

@@ -18,8 +18,18 @@ struct PublicRouter {
             readiness(context)
         case "/api/v1/attestation/challenge":
             context.route = "challenge"
-            guard allow(context, "GET") else { return }
-            ChallengeHandler.handle(context)
+            guard allow(context, "GET"), let tenant = context.resolveTenant() else { return }
+            ChallengeHandler.handle(context, tenant: tenant)
+        case "/api/v1/attestation/refresh":
+            context.route = "refresh"
+            guard allow(context, "POST"), let tenant = context.resolveTenant() else { return }
+            RefreshHandler.handle(context, tenant: tenant)
+        case "/.well-known/jwks.json":
+            context.route = "jwks"
+            guard allow(context, "GET", "HEAD") else { return }
+            var headers = HTTPHeaders()
+            headers.add("Cache-Control", "public, max-age=300")
+            context.respond(status: 200, body: context.snapshot.tokenKeys.jwksBody, contentType: "application/json", headers: headers)
         default:
             context.route = "unmatched"
             context.fail(.notFound)

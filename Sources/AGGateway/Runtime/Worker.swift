@@ -13,6 +13,7 @@ final class Worker {
     let accessLog: Logger
     let redis: RedisClient
     let challenges: ChallengeStore
+    let devices: DeviceStore
     private var publicServer: HTTPServer?
     private var adminServer: HTTPServer?
     private lazy var publicRouter = PublicRouter(worker: self)
@@ -27,6 +28,7 @@ final class Worker {
         self.accessLog = shared.accessLog
         self.redis = RedisClient(url: snapshot.gateway.redis.url, eventBase: loop.rawBase, timeout: snapshot.gateway.redis.timeout)
         self.challenges = ChallengeStore(redis: redis)
+        self.devices = DeviceStore(redis: redis)
         let timeouts = snapshot.gateway.server.timeouts
         var configuration = HTTPServerConfiguration()
         configuration.readTimeout = timeouts.read

@@ -1,0 +1,139 @@
+import AGAppAttest
+import AGCrypto
+import AGFormats
+import AGHTTP
+import Foundation
+
+/// `POST /api/v1/attestation/refresh`: a signed device assertion for a fresh JWT
+/// (`seeds/app-attest-refresh-endpoint.md`). Two Redis round trips: `prepare` before the
+/// signature check (device, quota, challenge), `commit` after it (counter compare-and-set).
+enum RefreshHandler {
+    static func handle(_ context: RequestContext, tenant: Tenant) {
+        let limit = context.snapshot.gateway.server.maxBodyBytes
+        context.request.collectBody(limit: limit) { result in
+            switch result {
+            case .success(let body):
+                do throws(GatewayError) {
+                    process(context, tenant: tenant, request: try RefreshRequest(body: body))
+                } catch {
+                    context.fail(error)
+                }
+            case .failure(.tooLarge):
+                context.fail(.badRequest("request body exceeds \(limit) bytes"))
+            case .failure(.malformed(let why)):
+                context.fail(.badRequest("malformed request body: \(why)"))
+            case .failure(.incomplete):
+                break
+            }
+        }
+    }
+
+    private static func process(_ context: RequestContext, tenant: Tenant, request: RefreshRequest) {
+        guard constantTimeEquals(SHA256.hash(Array(request.challenge.utf8)), request.clientDataHash) else {
+            context.fail(.badRequest("clientDataHash is not the SHA-256 of the challenge"))
+            return
+        }
+        let worker = context.worker
+        let gateway = context.snapshot.gateway
+        let tier = context.effectiveTier(tenant)
+        let month = DeviceStore.month()
+        worker.devices.prepare(tenant: tenant, keyID: request.keyID,
+                               challengeKey: ChallengeStore.key(tenant: tenant, challenge: request.challenge),
+                               month: month, challengeTTL: gateway.challenge.ttl, madLimit: tier.madLimit,
+                               grace: gateway.quotas.grace) { result in
+            switch result {
+            case .failure(let error):
+                context.storeFailed(error)
+            case .success(.refused(let error)):
+                context.fail(error)
+            case .success(.ready(let publicKey, let counter, let knownSubjectID)):
+                verify(context, tenant: tenant, request: request, month: month, publicKey: publicKey,
+                       counter: counter, knownSubjectID: knownSubjectID, tier: tier)
+            }
+        }
+    }
+
+    private static func verify(_ context: RequestContext, tenant: Tenant, request: RefreshRequest, month: String,
+                               publicKey: String, counter: UInt32, knownSubjectID: String?, tier: RateTier) {
+        let worker = context.worker
+        let newCounter: UInt32
+        do {
+            guard let keyBytes = Base64.decode(publicKey) else { throw AppAttestError.invalidSignature }
+            let key = try P256.PublicKey(x963Representation: keyBytes)
+            newCounter = try AssertionVerifier.verify(assertion: request.assertion, clientDataHash: request.clientDataHash,
+                                                      publicKey: key, appID: tenant.appID, previousCounter: counter)
+        } catch {
+            worker.shared.logger.info("assertion rejected, attestation invalidated", [
+                ("tenant", .string(tenant.appID)), ("reason", .string(String(describing: error))),
+            ])
+            worker.devices.invalidate(tenant: tenant, keyID: request.keyID) { result in
+                if case .failure(let error) = result {
+                    context.storeFailed(error)
+                } else {
+                    context.fail(RefreshError.reattestRequired)
+                }
+            }
+            return
+        }
+        worker.devices.commit(tenant: tenant, keyID: request.keyID, month: month, expectedCounter: counter,
+                              newCounter: newCounter, subjectID: request.subjectID, knownSubjectID: knownSubjectID) { result in
+            switch result {
+            case .failure(let error):
+                context.storeFailed(error)
+            case .success(.refused("counter_conflict")):
+                // Another refresh of this device won the compare-and-set: this one is a replay.
+                context.fail(GatewayError(status: 409, code: "reattest_required",
+                                          message: "the assertion counter was already used"))
+            case .success(.refused(let status)):
+                context.fail(RefreshError.error(for: status))
+            case .success(.committed(let subjectID, let subscription, let newlyCounted, let monthlyCount)):
+                if newlyCounted { QuotaWarnings.check(context, tenant: tenant, tier: tier, count: monthlyCount) }
+                respond(context, tenant: tenant, keyID: request.keyID, subjectID: subjectID, subscription: subscription)
+            }
+        }
+    }
+
+    private static func respond(_ context: RequestContext, tenant: Tenant, keyID: String, subjectID: String?, subscription: String?) {
+        let subscriptionValue = subscription.flatMap { try? JSONValue(parsing: Array($0.utf8)) }
+        do {
+            let issued = try context.snapshot.tokenIssuer.issue(tenant: tenant, keyID: keyID, subjectID: subjectID,
+                                                                subscription: subscriptionValue)
+            context.worker.metrics.increment("attestgate_tokens_issued_total{tenant=\"\(tenant.appID)\"}")
+            var json = JSONObjectWriter()
+            json.add("token", issued.token)
+            json.add("expiresAt", ISO8601.string(issued.expiresAt))
+            context.respond(status: 200, json: json.finished())
+        } catch {
+            context.worker.shared.logger.error("token signing failed", [("error", .string(String(describing: error)))])
+            context.fail(.internalError)
+        }
+    }
+}
+
+/// Logs the monthly-active-device milestones once each: at the warning ratio and at the limit.
+enum QuotaWarnings {
+    static func check(_ context: RequestContext, tenant: Tenant, tier: RateTier, count: Int) {
+        guard case .limited(let limit) = tier.madLimit else { return }
+        let warnAt = Int((Double(limit) * context.snapshot.gateway.quotas.warnRatio).rounded(.up))
+        let fields: [(String, LogValue)] = [("tenant", .string(tenant.appID)), ("activeDevices", .int(count)), ("limit", .int(limit))]
+        if count == warnAt {
+            context.worker.shared.logger.warn("monthly active devices reached the warning ratio", fields)
+        } else if count == limit {
+            context.worker.shared.logger.warn("monthly active device limit reached; the grace period starts with the next new device", fields)
+        }
+    }
+}
+
+extension RequestContext {
+    /// Answers 503 `store_unavailable` for a Redis failure, and logs it.
+    func storeFailed(_ error: Error) {
+        worker.metrics.increment("attestgate_redis_errors_total")
+        worker.shared.logger.warn("state store failed", [("route", .string(route)), ("error", .string(String(describing: error)))])
+        fail(.storeUnavailable)
+    }
+
+    /// The tenant's tier as configured.
+    func effectiveTier(_ tenant: Tenant) -> RateTier {
+        snapshot.gateway.tiers[tenant.config.tier] ?? RateTier.builtIn["free"]!
+    }
+}

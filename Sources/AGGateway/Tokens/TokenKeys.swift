@@ -1,0 +1,44 @@
+import AGCrypto
+import AGFormats
+import Foundation
+
+/// The token keys of one snapshot: the active signer, a verifier for every configured key, and
+/// the JWKS document, parsed once when the snapshot is built.
+final class TokenKeys: Sendable {
+    let signer: JWTSigner
+    let verifier: JWTVerifier
+    /// `/.well-known/jwks.json`, rendered once.
+    let jwksBody: [UInt8]
+
+    init(_ config: TokenConfig) throws(ConfigError) {
+        var problems: [ConfigProblem] = []
+        var signer: JWTSigner?
+        var verificationKeys: [(keyID: String, key: JWSVerificationKey)] = []
+        for (index, keyConfig) in config.keys.enumerated() {
+            let problem = { (message: String) in
+                ConfigProblem(file: keyConfig.file, line: nil, keyPath: "tokens.keys[\(index)].file", message: message)
+            }
+            guard let data = FileManager.default.contents(atPath: keyConfig.file) else {
+                problems.append(problem("cannot read the key file"))
+                continue
+            }
+            let pem = String(decoding: data, as: UTF8.self)
+            let signingKey: JWSSigningKey
+            do {
+                switch keyConfig.algorithm {
+                case .es256: signingKey = .es256(try P256.PrivateKey(pemRepresentation: pem))
+                case .rs256: signingKey = .rs256(try RSAKey.PrivateKey(pemRepresentation: pem))
+                }
+            } catch {
+                problems.append(problem("not a \(keyConfig.algorithm.rawValue) private key in PEM: \(error)"))
+                continue
+            }
+            verificationKeys.append((keyConfig.kid, signingKey.verificationKey))
+            if keyConfig.isActive { signer = JWTSigner(key: signingKey, keyID: keyConfig.kid) }
+        }
+        guard problems.isEmpty, let signer else { throw ConfigError(problems: problems) }
+        self.signer = signer
+        self.verifier = JWTVerifier(keys: Dictionary(verificationKeys.map { ($0.keyID, $0.key) }, uniquingKeysWith: { a, _ in a }))
+        self.jwksBody = JWKS.document(verificationKeys).serialized()
+    }
+}
