@@ -33,7 +33,7 @@ let package = Package(
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGTestSupport", "AGAppAttest", "AGFormats", "AGRedis"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP"]),
         .target(name: "AGTestSupport", dependencies: ["AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats"], path: "Tests/AGTestSupport"),
     ],

@@ -144,3 +144,30 @@ public func eventually(_ seconds: Double = 5, _ condition: () throws -> Bool) re
     }
     return try condition()
 }
+
+extension TestGateway {
+    /// `PUT /admin/v1/tenants/{appId}/keys/{keyId}` (keyId given in standard base64).
+    public func importKey(appID: String, keyID: String, publicKey: String, counter: Int) throws -> TestResponse {
+        let pathKeyID = keyID.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        let body = try JSONSerialization.data(withJSONObject: ["publicKey": publicKey, "counter": counter])
+        return try admin("PUT", "/admin/v1/tenants/\(appID)/keys/\(pathKeyID)", json: String(decoding: body, as: UTF8.self))
+    }
+
+    /// Stores `challenge` as issued `ageSeconds` ago, exactly as the challenge endpoint would.
+    public func putChallenge(appID: String, challenge: String, ageSeconds: Double = 0) throws {
+        let issued = Int64((Date().timeIntervalSince1970 - ageSeconds) * 1000)
+        try RedisCLI.run(redisURL, "SET", "ag:{\(appID)}:ch:\(challenge)", String(issued), "PX", "600000")
+    }
+
+    /// The stored value of a challenge (issue ms, `used:<ms>`, or empty when unknown).
+    public func challengeState(appID: String, challenge: String) throws -> String {
+        try RedisCLI.run(redisURL, "GET", "ag:{\(appID)}:ch:\(challenge)")
+    }
+
+    /// Deletes every key of a tenant (tests that share a real App ID start clean).
+    public func clearTenantKeys(appID: String) throws {
+        try RedisCLI.run(redisURL, "EVAL", "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end return 1",
+                         "0", "ag:{\(appID)}:*")
+    }
+}
