@@ -25,6 +25,15 @@ func option(_ name: String, in arguments: [String], default fallback: String? = 
     return arguments[index + 1]
 }
 
+/// A parent may start us with signals blocked (shells, supervisors, Foundation's Process from a
+/// Swift concurrency thread); SIGTERM and SIGHUP must reach the gateway whatever it inherited.
+func unblockAllSignals() {
+    var none = sigset_t()
+    sigemptyset(&none)
+    pthread_sigmask(SIG_SETMASK, &none, nil)
+}
+
+unblockAllSignals()
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "serve":

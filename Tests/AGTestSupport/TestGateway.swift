@@ -171,3 +171,16 @@ extension TestGateway {
                          "0", "ag:{\(appID)}:*")
     }
 }
+
+extension TestGateway {
+    /// A product built next to the test bundle (`swift build --build-tests` builds it too).
+    public static func builtProductPath(_ name: String) -> String {
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            let candidate = url.appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return ".build/debug/" + name
+    }
+}

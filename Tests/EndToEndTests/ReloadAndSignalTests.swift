@@ -1,0 +1,95 @@
+import AGTestSupport
+import Foundation
+import Testing
+
+@Suite("configuration reload and process signals, end to end")
+struct ReloadAndSignalTests {
+    func challenge(_ gateway: TestGateway, teamID: String) throws -> TestResponse {
+        try gateway.send("GET", "/api/v1/attestation/challenge", headers: [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app")])
+    }
+
+    @Test func aNewTenantFileIsServedWithoutARestart() throws {
+        let first = TestGateway.randomTeamID()
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: first)])
+        defer { gateway.stop() }
+        let second = TestGateway.randomTeamID()
+        #expect(try challenge(gateway, teamID: second).code == "unknown_tenant")
+        try gateway.writeTenant("b.yaml", TestGateway.tenantYAML(teamID: second))
+        #expect(try eventually(5) { try challenge(gateway, teamID: second).status == 200 }, "picked up by the tenants/ watcher")
+        #expect(try challenge(gateway, teamID: first).status == 200)
+    }
+
+    @Test func aBrokenTenantFileLeavesTheOldConfigurationServing() throws {
+        let teamID = TestGateway.randomTeamID()
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])
+        defer { gateway.stop() }
+        try gateway.writeTenant("a.yaml", TestGateway.tenantYAML(teamID: teamID) + "\nroutes: maybe\n")
+        let reload = try gateway.admin("POST", "/admin/v1/reload")
+        #expect(reload.status == 400)
+        #expect(reload.code == "config_invalid")
+        #expect((reload.json["hint"] as? String)?.contains("a.yaml:") == true)
+        #expect(try challenge(gateway, teamID: teamID).status == 200)
+        #expect(try eventually { gateway.logText().contains("configuration rejected") && gateway.logText().contains("a.yaml:") })
+
+        try gateway.writeTenant("a.yaml", TestGateway.tenantYAML(teamID: teamID))
+        let fixed = try gateway.admin("POST", "/admin/v1/reload")
+        #expect(fixed.status == 200)
+        #expect((fixed.json["generation"] as? Int ?? 0) > 1)
+    }
+
+    @Test func removingATenantFileStopsServingIt() throws {
+        let keep = TestGateway.randomTeamID()
+        let drop = TestGateway.randomTeamID()
+        let gateway = try TestGateway(tenants: ["keep.yaml": TestGateway.tenantYAML(teamID: keep),
+                                                "drop.yaml": TestGateway.tenantYAML(teamID: drop)])
+        defer { gateway.stop() }
+        #expect(try challenge(gateway, teamID: drop).status == 200)
+        try FileManager.default.removeItem(atPath: gateway.directory + "/tenants/drop.yaml")
+        #expect(try gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(try challenge(gateway, teamID: drop).code == "unknown_tenant")
+        #expect(try challenge(gateway, teamID: keep).status == 200)
+    }
+
+    /// The real executable: SIGHUP with a broken file keeps serving; SIGTERM exits 0.
+    @Test func executableHandlesSIGHUPAndSIGTERM() throws {
+        let teamID = TestGateway.randomTeamID()
+        // Borrow a harness directory for the config, then run the binary on it.
+        let harness = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)], workers: 1)
+        harness.stop()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestGateway.builtProductPath("attestgate"))
+        process.arguments = ["serve", "--config", harness.directory + "/gateway.yaml"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        var port = 0
+        var collected = ""
+        let reader = errors.fileHandleForReading
+        let found = try eventually(10) {
+            collected += String(decoding: reader.availableData, as: UTF8.self)
+            if let range = collected.range(of: #""listen":"127.0.0.1:(\d+)""#, options: .regularExpression) {
+                port = Int(collected[range].split(separator: ":").last!.dropLast()) ?? 0
+            }
+            return port > 0
+        }
+        try #require(found, "gateway did not report its port: \(collected)")
+        let headers = [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app")]
+        #expect(try HTTPTestClient.send(port: port, "GET", "/api/v1/attestation/challenge", headers: headers).status == 200)
+
+        try (TestGateway.tenantYAML(teamID: teamID) + "\nbogus: 1\n").write(toFile: harness.directory + "/tenants/a.yaml", atomically: true, encoding: .utf8)
+        kill(process.processIdentifier, SIGHUP)
+        #expect(try eventually(5) {
+            collected += String(decoding: reader.availableData, as: UTF8.self)
+            return collected.contains("\"trigger\":\"SIGHUP\"") && collected.contains("bogus")
+        })
+        #expect(try HTTPTestClient.send(port: port, "GET", "/api/v1/attestation/challenge", headers: headers).status == 200)
+
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(throws: (any Error).self) { try HTTPTestClient.send(port: port, "GET", "/healthz") }
+    }
+}
