@@ -1,3 +1,15 @@
+// libevent's event-config.h defines _GNU_SOURCE; include the C library first so that every
+// module (Glibc, Dispatch, CYAML, …) sees the same definitions of shared types like fd_set.
+#include <sys/types.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
