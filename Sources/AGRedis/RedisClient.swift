@@ -34,6 +34,8 @@ public struct RedisReconnectPolicy: Sendable, Hashable {
 /// hiredis lacks. After a disconnect the client reconnects with exponential backoff and replays
 /// `AUTH`/`SELECT` before anything else. Completions run on the loop thread; when a command
 /// cannot be sent at all (not connected) its completion runs before `send` returns.
+/// hiredis resolves a host name with a blocking lookup on every connect: prefer IP literals
+/// or unix sockets in production URLs.
 public final class RedisClient {
     public let url: RedisURL
     public let timeout: Duration

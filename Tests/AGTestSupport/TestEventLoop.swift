@@ -50,15 +50,6 @@ public final class TestEventLoop: Sendable {
     }
 
     /// Runs `work` on the loop thread with the raw `event_base` and returns its result.
-    public func submit<T: Sendable>(_ work: @escaping @Sendable (OpaquePointer) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            loop.execute { [loop] in
-                continuation.resume(with: Result { try work(loop.rawBase) })
-            }
-        }
-    }
-
-    /// Runs `work` on the loop thread with the raw `event_base` and returns its result.
     public func submit<T: Sendable>(_ work: @escaping @Sendable (OpaquePointer) -> T) async -> T {
         await withCheckedContinuation { continuation in
             loop.execute { [loop] in continuation.resume(returning: work(loop.rawBase)) }
