@@ -41,6 +41,43 @@ import Testing
         }
     }
 
+    @Test func pausedServerIsDetectedByHealthCheckAndSubscriptionRecovers() async throws {
+        try await RedisServer.withPrivate { server in
+            try await TestEventLoop.with { loop in
+                let (messages, sink) = AsyncStream.makeStream(of: RedisMessage.self)
+                let subscriber = await loop.make { base in
+                    RedisSubscriber(url: server.url, eventBase: base, channels: ["ag:events"],
+                                    timeout: .milliseconds(200),
+                                    reconnectPolicy: .init(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))) {
+                        sink.yield($0)
+                    }
+                }
+                try await waitUntilSubscribed(subscriber)
+                server.pause()
+                try await waitUntil(subscriber, is: .disconnected)
+                let lastError = await loop.submit { _ in subscriber.value.lastError } ?? ""
+                #expect(lastError.contains("timed out"))
+                server.resume()
+                try await waitUntilSubscribed(subscriber)
+
+                let receivers = try await ClientHarness.with(server.url) { publisher in
+                    // The abandoned connection's close reaches the resumed server asynchronously.
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while try await publisher.value(["PUBSUB", "NUMSUB", "ag:events"]) != ["ag:events", 1],
+                          ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    return try await publisher.value(["PUBLISH", "ag:events", "still-listening"])
+                }
+                #expect(receivers == 1)
+                var received = messages.makeAsyncIterator()
+                #expect(await received.next()?.string == "still-listening")
+                await loop.submit { _ in subscriber.value.close() }
+                sink.finish()
+            }
+        }
+    }
+
     @Test func subscriberWithWrongPasswordKeepsRetrying() async throws {
         try await RedisServer.withPrivate(password: "right") { server in
             var wrongPassword = server.url
