@@ -24,8 +24,6 @@ struct CommandQueue {
     private var storage: [PendingCommand] = []
     private var head = 0
 
-    var isEmpty: Bool { head == storage.count }
-
     mutating func append(_ command: PendingCommand) {
         storage.append(command)
     }

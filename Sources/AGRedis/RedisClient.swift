@@ -34,6 +34,8 @@ public struct RedisReconnectPolicy: Sendable, Hashable {
 /// hiredis lacks. After a disconnect the client reconnects with exponential backoff and replays
 /// `AUTH`/`SELECT` before anything else. Completions run on the loop thread; when a command
 /// cannot be sent at all (not connected) its completion runs before `send` returns.
+/// hiredis resolves a host name with a blocking lookup on every connect: prefer IP literals
+/// or unix sockets in production URLs.
 public final class RedisClient {
     public let url: RedisURL
     public let timeout: Duration
@@ -53,6 +55,9 @@ public final class RedisClient {
     private var deadlineTimer: OpaquePointer?
     private var deadlineTimerArmed = false
     private var reconnectTimer: OpaquePointer?
+    /// Subscriber connections only: a PING every `timeout`, since a subscriber otherwise never
+    /// notices a server that stopped answering.
+    private var healthCheckTimer: OpaquePointer?
     private var nextReconnectDelay: Duration
     private let subscription: Subscription?
 
@@ -86,6 +91,11 @@ public final class RedisClient {
         reconnectTimer = ag_evtimer_new(eventBase, { _, _, arg in
             Unmanaged<RedisClient>.fromOpaque(arg!).takeUnretainedValue().reconnectTimerFired()
         }, unretainedSelf)
+        if subscription != nil {
+            healthCheckTimer = ag_evtimer_new(eventBase, { _, _, arg in
+                Unmanaged<RedisClient>.fromOpaque(arg!).takeUnretainedValue().healthCheckTimerFired()
+            }, unretainedSelf)
+        }
         connect()
     }
 
@@ -109,11 +119,12 @@ public final class RedisClient {
     public func close() {
         guard state != .closed else { return }
         assertOnLoopThread()
-        for timer in [deadlineTimer, reconnectTimer] {
+        for timer in [deadlineTimer, reconnectTimer, healthCheckTimer] {
             if let timer { ag_event_free(timer) }
         }
         deadlineTimer = nil
         reconnectTimer = nil
+        healthCheckTimer = nil
         lastError = "client closed"
         let closing = context
         context = nil
@@ -207,7 +218,25 @@ public final class RedisClient {
     private func connectionEstablished() {
         nextReconnectDelay = reconnectPolicy.initialDelay
         lastError = nil
+        armHealthCheck()
         setState(.connected)
+    }
+
+    private func armHealthCheck() {
+        guard let healthCheckTimer else { return }
+        var delay = timeval(timeout)
+        ag_evtimer_add(healthCheckTimer, &delay)
+    }
+
+    private func healthCheckTimerFired() {
+        guard state == .connected, let context else { return }
+        // In subscribed mode hiredis routes the ["pong", ""] reply to this command's callback.
+        send(["PING"].lazy.map(\.utf8), on: context) { [weak self] result in
+            if case .failure(.timeout) = result {
+                self?.abandon(context, reason: "PING on subscriber connection timed out")
+            }
+        }
+        armHealthCheck()
     }
 
     /// Drops a context hiredis still considers healthy (failed handshake, missed deadline).

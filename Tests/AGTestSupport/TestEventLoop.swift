@@ -1,0 +1,103 @@
+import AGHTTP
+import Foundation
+import Synchronization
+
+/// An `EventLoop` running on its own thread, so async tests can hand it work and await results.
+public final class TestEventLoop: Sendable {
+    public let loop: EventLoop
+    private let thread = LoopThreadState()
+
+    /// What the loop thread publishes: its identity, and when it has finished.
+    private final class LoopThreadState: Sendable {
+        let id = Mutex<pthread_t?>(nil)
+        /// `true` once the loop returned; otherwise the shutdown waiting for that, if any.
+        let exit = Mutex<(exited: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    }
+
+    public init() {
+        let loop = EventLoop()
+        self.loop = loop
+        let state = thread
+        let thread = Thread {
+            state.id.withLock { $0 = pthread_self() }
+            loop.run()
+            let waiter = state.exit.withLock { exit in
+                exit.exited = true
+                return exit.waiter.take()
+            }
+            waiter?.resume()
+        }
+        thread.name = "test-event-loop"
+        thread.start()
+    }
+
+    /// Runs `body` with a fresh loop and stops the loop afterwards, even if `body` throws.
+    public static func with<R>(_ body: (TestEventLoop) async throws -> R) async rethrows -> R {
+        let testLoop = TestEventLoop()
+        do {
+            let result = try await body(testLoop)
+            await testLoop.shutdown()
+            return result
+        } catch {
+            await testLoop.shutdown()
+            throw error
+        }
+    }
+
+    /// True on the loop's thread.
+    public var inLoopThread: Bool {
+        thread.id.withLock { id in id.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    /// Runs `work` on the loop thread with the raw `event_base` and returns its result.
+    public func submit<T: Sendable>(_ work: @escaping @Sendable (OpaquePointer) -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            loop.execute { [loop] in continuation.resume(returning: work(loop.rawBase)) }
+        }
+    }
+
+    /// Starts callback-style work on the loop thread and awaits the value it passes to `done`,
+    /// which must be called exactly once (a second call traps: useful to catch double completions).
+    public func await<T: Sendable>(_ work: @escaping @Sendable (OpaquePointer, @escaping @Sendable (T) -> Void) -> Void) async -> T {
+        await withCheckedContinuation { continuation in
+            loop.execute { [loop] in
+                work(loop.rawBase) { continuation.resume(returning: $0) }
+            }
+        }
+    }
+
+    /// Creates a loop-confined value (a client, a server) on the loop thread.
+    public func make<Value>(_ make: @escaping @Sendable (OpaquePointer) -> Value) async -> LoopBound<Value> {
+        await submit { [self] base in LoopBound(make(base), loop: self) }
+    }
+
+    /// Stops the loop and waits for its thread to finish. Close loop-bound resources first.
+    public func shutdown() async {
+        loop.stop()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let alreadyExited = thread.exit.withLock { exit in
+                if exit.exited { return true }
+                exit.waiter = continuation
+                return false
+            }
+            if alreadyExited { continuation.resume() }
+        }
+    }
+}
+
+/// A value that may only be used on one test loop's thread, carried across tasks to get there.
+public struct LoopBound<Value>: @unchecked Sendable {
+    // Invariant: `wrapped` is only read on `loop`'s thread, which `value` checks.
+    private let wrapped: Value
+    public let loop: TestEventLoop
+
+    init(_ value: Value, loop: TestEventLoop) {
+        self.wrapped = value
+        self.loop = loop
+    }
+
+    public var value: Value {
+        precondition(loop.inLoopThread, "LoopBound value used off its loop thread")
+        return wrapped
+    }
+}
