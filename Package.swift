@@ -28,12 +28,16 @@ let package = Package(
         .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGAppAttest", "AGRedis", "AGHTTP", "CYAML"]),
         .executableTarget(name: "attestgate", dependencies: ["AGGateway"]),
 
+        // The simulated device client: HTTP client, device, sessions, load generator.
+        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats"]),
+
         .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport"]),
+        .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGAppAttest", "AGFormats", "AGCrypto"]),
         .target(name: "AGTestSupport", dependencies: ["AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats"], path: "Tests/AGTestSupport"),
     ],
     swiftLanguageModes: [.v6]
