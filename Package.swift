@@ -5,6 +5,7 @@ let package = Package(
     name: "attestgate",
     products: [
         .executable(name: "attestgate", targets: ["attestgate"]),
+        .executable(name: "attestgate-device", targets: ["attestgate-device"]),
     ],
     targets: [
         // C libraries, imported as system modules.
@@ -28,8 +29,9 @@ let package = Package(
         .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGAppAttest", "AGRedis", "AGHTTP", "CYAML"]),
         .executableTarget(name: "attestgate", dependencies: ["AGGateway"]),
 
-        // The simulated device client: HTTP client, device, sessions, load generator.
+        // The simulated device client: CLI, scripted demo and load generator.
         .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats"]),
+        .executableTarget(name: "attestgate-device", dependencies: ["AGDevice"]),
 
         .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),

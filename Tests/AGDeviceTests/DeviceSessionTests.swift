@@ -65,6 +65,11 @@ func sessionHappyPath() throws {
     #expect(body["hello"]?.stringValue == device.keyID)
     #expect(body["method"] == "POST")
     #expect(body["body"] == 7)
+
+    // An error from a proxied route is reported with the request, without the re-register hint.
+    let missing = rejection { () throws(DeviceError) in _ = try session.call(path: "/nowhere") }
+    #expect(missing?.request == "GET /nowhere")
+    #expect(missing?.requiresNewKey == false)
 }
 
 @Test("gateway error envelopes surface as typed rejections with status, code and message")
@@ -77,12 +82,16 @@ func sessionRejections() throws {
     // Unknown tenant.
     let stranger = DeviceSession(configuration: config, device: try SimulatedDevice(teamID: "ZZZZZ99999", bundleID: "x.y"))
     let unknown = rejection { () throws(DeviceError) in _ = try stranger.challenge() }
-    #expect(unknown == GatewayRejection(status: 401, code: "unknown_tenant", message: "unknown tenant", requestID: "req-1"))
+    #expect(unknown == GatewayRejection(status: 401, code: "unknown_tenant", message: "unknown tenant", requestID: "req-1",
+                                        request: "GET /api/v1/attestation/challenge"))
+    #expect(unknown?.requiresNewKey == false)
 
     // Refresh before registering: no such key.
     let session = DeviceSession(configuration: config, device: try SimulatedDevice(teamID: gateway.teamID,
                                                                                     bundleID: gateway.bundleID))
-    #expect(rejection { () throws(DeviceError) in try session.refresh() }?.code == "not_found")
+    let notFound = rejection { () throws(DeviceError) in try session.refresh() }
+    #expect(notFound?.code == "not_found")
+    #expect(notFound?.requiresNewKey == true)
     #expect(rejection { () throws(DeviceError) in try session.refresh() }?.status == 404)
 
     // A challenge is single use.
@@ -125,11 +134,8 @@ func staleCounterRejected() throws {
     let rejected = rejection { () throws(DeviceError) in try stale.refresh() }
     #expect(rejected?.status == 409)
     #expect(rejected?.code == "reattest_required")
-    do {
-        try stale.refresh()
-    } catch {
-        #expect(error.description.contains("register again"))
-    }
+    #expect(rejected?.requiresNewKey == true)
+    #expect(rejected?.description.contains("register again") == true)
 }
 
 @Test("an expired token is refreshed once and the call retried")

@@ -8,17 +8,28 @@ public struct GatewayRejection: Sendable, Equatable, CustomStringConvertible {
     /// The envelope's `error` text, or the start of the body when it was not an envelope.
     public let message: String
     public let requestID: String?
+    /// The request that was refused, `METHOD /path`, when known.
+    public let request: String?
 
-    public init(status: Int, code: String, message: String, requestID: String?) {
+    public init(status: Int, code: String, message: String, requestID: String?, request: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.requestID = requestID
+        self.request = request
+    }
+
+    /// Whether the gateway no longer accepts the device key (refresh answered `not_found`,
+    /// `forbidden` or `reattest_required`): the key must be replaced.
+    public var requiresNewKey: Bool {
+        request == "POST \(DeviceSession.refreshPath)" && ["not_found", "forbidden", "reattest_required"].contains(code)
     }
 
     public var description: String {
-        var text = "\(status) \(code): \(message)"
+        var text = request.map { "\($0) → " } ?? ""
+        text += "\(status) \(code): \(message)"
         if let requestID { text += " (request \(requestID))" }
+        if requiresNewKey { text += "; the gateway no longer accepts this key: delete the state file and register again" }
         return text
     }
 }
@@ -60,13 +71,7 @@ public enum DeviceError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .rejected(let rejection):
-            switch rejection.code {
-            case "reattest_required", "not_found":
-                "\(rejection) — the gateway no longer accepts this key: delete the state file and register again"
-            default:
-                "\(rejection)"
-            }
+        case .rejected(let rejection): "\(rejection)"
         case .transport(let error): "\(error)"
         case .unexpectedResponse(let status, let reason): "unexpected \(status) response: \(reason)"
         case .crypto(let error): "\(error)"

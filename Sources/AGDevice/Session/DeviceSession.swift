@@ -74,6 +74,9 @@ public final class DeviceSession {
     /// The token of the last successful refresh.
     public private(set) var token: IssuedToken?
 
+    static let challengePath = "/api/v1/attestation/challenge"
+    static let refreshPath = "/api/v1/attestation/refresh"
+
     private let gatewayClient: BlockingHTTPClient
     private var adminClient: BlockingHTTPClient?
 
@@ -129,7 +132,7 @@ public final class DeviceSession {
 
     /// Fetches a challenge for the device's tenant.
     public func challenge() throws(DeviceError) -> AttestationChallenge {
-        let response = try send(gatewayClient, method: "GET", path: "/api/v1/attestation/challenge",
+        let response = try send(gatewayClient, method: "GET", path: Self.challengePath,
                                 headers: tenantHeaders, body: nil)
         let document = try Self.jsonObject(response)
         guard let value = document["challenge"]?.stringValue, !value.isEmpty else {
@@ -157,7 +160,7 @@ public final class DeviceSession {
             "challenge": .string(challenge.value),
         ]
         if let subjectID { members["subjectId"] = .string(subjectID) }
-        let response = try send(gatewayClient, method: "POST", path: "/api/v1/attestation/refresh",
+        let response = try send(gatewayClient, method: "POST", path: Self.refreshPath,
                                 headers: tenantHeaders + [("Content-Type", "application/json")],
                                 body: JSONValue.object(members).serialized())
         let document = try Self.jsonObject(response)
@@ -209,7 +212,9 @@ public final class DeviceSession {
         } catch {
             throw .transport(error)
         }
-        guard response.status < 400 else { throw .rejected(GatewayRejection(response: response)) }
+        guard response.status < 400 else {
+            throw .rejected(GatewayRejection(response: response, request: "\(method) \(path)"))
+        }
         return response
     }
 
@@ -223,12 +228,12 @@ public final class DeviceSession {
 
 extension GatewayRejection {
     /// The rejection an error response describes: its envelope when it has one.
-    public init(response: HTTPClientResponse) {
+    public init(response: HTTPClientResponse, request: String? = nil) {
         let envelope = try? JSONValue(parsing: response.body)
         let code = envelope?["code"]?.stringValue ?? "http_\(response.status)"
         let message = envelope?["error"]?.stringValue
             ?? String(String(decoding: response.body.prefix(200), as: UTF8.self).prefix(200))
         let requestID = envelope?["requestId"]?.stringValue ?? response.header("X-Request-ID")
-        self.init(status: response.status, code: code, message: message, requestID: requestID)
+        self.init(status: response.status, code: code, message: message, requestID: requestID, request: request)
     }
 }
