@@ -5,6 +5,7 @@ let package = Package(
     name: "attestgate",
     products: [
         .executable(name: "attestgate", targets: ["attestgate"]),
+        .executable(name: "attestgate-device", targets: ["attestgate-device"]),
     ],
     targets: [
         // C libraries, imported as system modules.
@@ -28,14 +29,19 @@ let package = Package(
         .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGAppAttest", "AGRedis", "AGHTTP", "CYAML"]),
         .executableTarget(name: "attestgate", dependencies: ["AGGateway"]),
 
+        // The simulated device client: CLI, scripted demo and load generator.
+        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats"]),
+        .executableTarget(name: "attestgate-device", dependencies: ["AGDevice"]),
+
         .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGTestSupport", "AGAppAttest", "AGFormats", "AGRedis"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport", "AGCrypto", "AGFormats"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport", "AGCrypto", "AGFormats", "AGDevice"]),
         .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP"]),
-        .target(name: "AGTestSupport", dependencies: ["AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats"], path: "Tests/AGTestSupport"),
+        .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGAppAttest", "AGFormats", "AGCrypto"]),
+        .target(name: "AGTestSupport", dependencies: ["AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGDevice"], path: "Tests/AGTestSupport"),
     ],
     swiftLanguageModes: [.v6]
 )

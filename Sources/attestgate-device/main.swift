@@ -1,0 +1,207 @@
+import AGDevice
+import AGFormats
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+let usage = """
+    usage: attestgate-device <command> [options]
+
+    Plays an iOS App Attest device against an attestgate gateway.
+
+    commands:
+      register             create a device key (or reuse the one in --state) and import it
+                           through the admin API with its current counter
+      refresh              challenge + assertion; prints the token on stdout
+      call PATH            refresh, then call PATH through the gateway with the token;
+                           prints the status on stderr and the body on stdout
+      demo                 register when --state has no device, refresh, show the token's
+                           header and claims, then GET /api/hello through the gateway
+      load                 register --devices new keys, then run challenge + refresh from
+                           --concurrency threads for --seconds and print a summary
+
+    options:
+      --gateway URL            public listener (default http://127.0.0.1:8080)
+      --admin URL              admin listener (default http://127.0.0.1:9901)
+      --admin-token-file FILE  file holding the admin bearer token (default .run/admin-token)
+      --admin-token TOKEN      the admin bearer token itself
+      --team ID                Apple team ID (default ABCDE12345, or the saved device's)
+      --bundle ID              bundle ID (default com.example.app, or the saved device's)
+      --state FILE             device state: key, counter, keyId (default .run/device.json)
+      --subject UUID           link the device to this subject when refreshing
+      --timeout SECONDS        limit for each HTTP request (default 10)
+      --method METHOD          call: request method (default GET)
+      --data JSON              call: request body, sent as application/json
+      --devices N              load: simulated devices (default 100)
+      --concurrency C          load: threads, one keep-alive connection each (default 8)
+      --seconds S              load: duration (default 10)
+
+    The state file holds the device's private key (mode 0600); it is never printed.
+    """
+
+struct UsageError: Error {
+    let message: String
+}
+
+/// Command-line options, parsed without interpreting them.
+struct Options {
+    var command = ""
+    var path: String?
+    var values: [String: String] = [:]
+
+    static let valueOptions: Set<String> = [
+        "--gateway", "--admin", "--admin-token-file", "--admin-token", "--team", "--bundle", "--state",
+        "--subject", "--timeout", "--method", "--data", "--devices", "--concurrency", "--seconds",
+    ]
+
+    init(_ arguments: [String]) throws(UsageError) {
+        var remaining = arguments[...]
+        guard let command = remaining.popFirst() else { throw UsageError(message: "missing command") }
+        self.command = command
+        while let argument = remaining.popFirst() {
+            if argument.hasPrefix("--") {
+                var name = argument
+                var value: String?
+                if let equals = argument.firstIndex(of: "=") {
+                    name = String(argument[..<equals])
+                    value = String(argument[argument.index(after: equals)...])
+                }
+                guard Self.valueOptions.contains(name) else { throw UsageError(message: "unknown option \(name)") }
+                guard let given = value ?? remaining.popFirst() else { throw UsageError(message: "\(name) needs a value") }
+                values[name] = given
+            } else if command == "call" && path == nil {
+                path = argument
+            } else {
+                throw UsageError(message: "unexpected argument \(argument)")
+            }
+        }
+    }
+
+    func string(_ name: String, default fallback: String) -> String { values[name] ?? fallback }
+
+    func positiveInteger(_ name: String, default fallback: Int) throws(UsageError) -> Int {
+        guard let text = values[name] else { return fallback }
+        guard let value = Int(text), value > 0 else { throw UsageError(message: "\(name) must be a positive integer") }
+        return value
+    }
+
+    func seconds(_ name: String, default fallback: Double) throws(UsageError) -> Duration {
+        let text = values[name]
+        guard let value = text.map({ Double($0) }) ?? fallback, value > 0, value.isFinite else {
+            throw UsageError(message: "\(name) must be a positive number of seconds")
+        }
+        return .milliseconds(Int64(value * 1000))
+    }
+}
+
+func adminToken(_ options: Options) throws(DeviceError) -> String {
+    if let token = options.values["--admin-token"] { return token }
+    let path = options.string("--admin-token-file", default: ".run/admin-token")
+    guard let data = FileManager.default.contents(atPath: path) else {
+        throw .configuration("cannot read the admin token file \(path) (give --admin-token-file or --admin-token)")
+    }
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+func configuration(_ options: Options, needsAdmin: Bool) throws -> DeviceSessionConfiguration {
+    DeviceSessionConfiguration(
+        gateway: try HTTPEndpoint(url: options.string("--gateway", default: "http://127.0.0.1:8080")),
+        admin: try HTTPEndpoint(url: options.string("--admin", default: "http://127.0.0.1:9901")),
+        adminToken: needsAdmin ? try adminToken(options) : options.values["--admin-token"],
+        timeout: try options.seconds("--timeout", default: 10))
+}
+
+/// The session for the device in `--state`; `register` says whether the admin token will be
+/// needed (the device is new or to be registered again).
+func openSession(_ options: Options, creating: Bool, register: Bool = false) throws
+    -> (session: DeviceSession, origin: DeviceSession.Origin) {
+    let statePath = options.string("--state", default: ".run/device.json")
+    let needsAdmin = register || (creating && !FileManager.default.fileExists(atPath: statePath))
+    return try DeviceSession.open(configuration: configuration(options, needsAdmin: needsAdmin), statePath: statePath,
+                                  teamID: options.values["--team"], bundleID: options.values["--bundle"],
+                                  defaultTeamID: "ABCDE12345", defaultBundleID: "com.example.app",
+                                  creatingIfMissing: creating)
+}
+
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+func describe(_ session: DeviceSession, _ origin: DeviceSession.Origin) -> String {
+    let device = session.device
+    let source = switch origin {
+    case .stateFile: "key from \(session.statePath ?? "state")"
+    case .registered(let registration): "new key registered (admin \(registration.status)), saved to \(session.statePath ?? "-")"
+    }
+    return "device    \(device.appID) keyId \(device.keyID) counter \(device.counter) (\(source))"
+}
+
+func run(_ options: Options) throws {
+    switch options.command {
+    case "register":
+        let (session, origin) = try openSession(options, creating: true, register: true)
+        if case .stateFile = origin {
+            let registration = try session.register()
+            print("device    \(registration.appID) keyId \(registration.keyID) counter \(registration.counter) "
+                + "(key from \(session.statePath ?? "-") registered again, admin \(registration.status))")
+        } else {
+            print(describe(session, origin))
+        }
+    case "refresh":
+        let (session, _) = try openSession(options, creating: false)
+        let token = try session.refresh(subjectID: options.values["--subject"])
+        if let expiresAt = token.expiresAt { printError("expires at \(expiresAt)") }
+        print(token.token)
+    case "call":
+        guard let path = options.path else { throw UsageError(message: "call needs a PATH") }
+        let (session, _) = try openSession(options, creating: false)
+        if let subject = options.values["--subject"] { try session.refresh(subjectID: subject) }
+        let response = try session.call(path: path, method: options.string("--method", default: "GET"),
+                                        body: options.values["--data"].map { Array($0.utf8) })
+        printError("HTTP \(response.status)")
+        print(response.text)
+    case "demo":
+        let (session, origin) = try openSession(options, creating: true)
+        print(describe(session, origin))
+        let challenge = try session.challenge()
+        print("challenge \(challenge.value)" + (challenge.ttl.map { " (ttl \($0)s)" } ?? ""))
+        let token = try session.refresh(with: challenge, subjectID: options.values["--subject"])
+        print("token     \(token.redacted)" + (token.expiresAt.map { " expires \($0)" } ?? ""))
+        let (header, claims) = try token.decoded()
+        print("header\n\(header.prettyPrinted())\nclaims\n\(claims.prettyPrinted())")
+        let hello = Result { () throws(DeviceError) in try session.call(path: "/api/hello") }
+        switch hello {
+        case .success(let response):
+            print("GET /api/hello → \(response.status)\n\(response.text)")
+        case .failure(.rejected(let rejection)):
+            print("\(rejection)")
+            exit(1)
+        case .failure(let error):
+            throw error
+        }
+    case "load":
+        let generator = LoadGenerator(configuration: try configuration(options, needsAdmin: true),
+                                      teamID: options.string("--team", default: "ABCDE12345"),
+                                      bundleID: options.string("--bundle", default: "com.example.app"),
+                                      devices: try options.positiveInteger("--devices", default: 100),
+                                      concurrency: try options.positiveInteger("--concurrency", default: 8),
+                                      duration: try options.seconds("--seconds", default: 10))
+        let report = try generator.run(progress: printError)
+        print(report)
+    case "help", "-h", "--help":
+        print(usage)
+    default:
+        throw UsageError(message: "unknown command \(options.command)")
+    }
+}
+
+do {
+    try run(Options(Array(CommandLine.arguments.dropFirst())))
+} catch let error as UsageError {
+    printError("attestgate-device: \(error.message)\n\n\(usage)")
+    exit(2)
+} catch {
+    printError("attestgate-device: \(error)")
+    exit(1)
+}
