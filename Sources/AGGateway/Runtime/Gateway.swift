@@ -118,6 +118,9 @@ public final class Gateway: Sendable {
         } catch {
             throw .config(error)
         }
+        // Taken right after reading the files (not later on the control loop), so the watcher
+        // notices any change made once startup has read them.
+        let tenantFiles = TenantDirectoryWatcher.signature(of: config.gateway.tenantsDirectory)
         let gateway = config.gateway
         let logger = logger ?? Logger(level: Logger.Level(gateway.log.level), format: gateway.log.format == .json ? .json : .text)
         let publicSocket: ListeningSocket
@@ -169,7 +172,8 @@ public final class Gateway: Sendable {
         controlThread.start()
         let shared = self.shared
         control.execute {
-            let watcher = TenantDirectoryWatcher(loop: control, directory: shared.snapshots.snapshot.gateway.tenantsDirectory) {
+            let watcher = TenantDirectoryWatcher(loop: control, directory: shared.snapshots.snapshot.gateway.tenantsDirectory,
+                                                 initial: tenantFiles) {
                 _ = shared.reload(trigger: "tenants_dir")
             }
             control.register(watcher)

@@ -10,10 +10,12 @@ final class TenantDirectoryWatcher {
     private var timer: EventTimer?
     private var signature: [String: String]
 
-    init(loop: EventLoop, directory: String, interval: Duration = .seconds(1), onChange: @escaping () -> Void) {
+    /// `initial` is the directory's signature when the configuration in force was read.
+    init(loop: EventLoop, directory: String, initial: [String: String], interval: Duration = .seconds(1),
+         onChange: @escaping () -> Void) {
         self.directory = directory
         self.onChange = onChange
-        self.signature = Self.signature(of: directory)
+        self.signature = initial
         let timer = EventTimer(loop: loop) { [unowned self] in
             self.check()
             self.timer?.arm(after: interval)
