@@ -1,0 +1,122 @@
+import AGDevice
+import AGFormats
+import AGTestSupport
+import Foundation
+import Testing
+
+/// The bundled device client against the real gateway: the README quick start's path.
+@Suite("device client against the gateway, end to end")
+struct DeviceClientTests {
+    let teamID = TestGateway.randomTeamID()
+
+    func session(_ gateway: TestGateway) throws -> DeviceSession {
+        let configuration = DeviceSessionConfiguration(
+            gateway: try HTTPEndpoint(url: "http://127.0.0.1:\(gateway.port)"),
+            admin: try HTTPEndpoint(url: "http://127.0.0.1:\(gateway.adminPort)"), adminToken: gateway.adminToken)
+        return DeviceSession(configuration: configuration, device: try SimulatedDevice(teamID: teamID, bundleID: "com.example.app"))
+    }
+
+    func claims(_ token: IssuedToken) throws -> [String: JSONValue] {
+        try #require(token.decoded().claims.objectValue)
+    }
+
+    @Test func registerRefreshSubjectsAndSubscriptions() throws {
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, extra: "custom_claims:\n  plan: beta\n")])
+        defer { gateway.stop() }
+        let device = try session(gateway)
+        try device.register()
+        let first = try claims(device.refresh())
+        #expect(first["sub"]?.stringValue == device.device.keyID)
+        #expect(first["subject_id"] == nil)
+        #expect(first["custom_claims"]?["plan"]?.stringValue == "beta")
+        #expect(first["custom_claims"]?["subscription"] == nil)
+
+        let subject = UUID().uuidString.lowercased()
+        let subscription = #"{"tier":"gold","status":"active","is_active":true,"expires_at":"2027-01-01T00:00:00Z"}"#
+        let set = try gateway.admin("PUT", "/admin/v1/tenants/\(teamID).com.example.app/subjects/\(subject)/subscription", json: subscription)
+        #expect(set.status == 200)
+
+        let linked = try claims(device.refresh(subjectID: subject))
+        #expect(linked["subject_id"]?.stringValue == subject)
+        #expect(linked["custom_claims"]?["subscription"]?["tier"]?.stringValue == "gold")
+        #expect(linked["custom_claims"]?["plan"]?.stringValue == "beta")
+
+        // Without subjectId the device keeps its link, and the subscription still rides the token.
+        let kept = try claims(device.refresh())
+        #expect(kept["subject_id"]?.stringValue == subject)
+        #expect(kept["custom_claims"]?["subscription"]?["is_active"]?.boolValue == true)
+
+        let record = try gateway.admin("GET", "/admin/v1/tenants/\(teamID).com.example.app/keys/\(device.device.keyIDForPath)")
+        #expect(record.status == 200)
+        #expect(record.json["counter"] as? Int == 3)
+        #expect(record.json["subjectId"] as? String == subject)
+        #expect(record.json["revoked"] as? Bool == false)
+        #expect(record.text.contains("BEGIN") == false, "no private material")
+
+        let usage = try gateway.admin("GET", "/admin/v1/tenants/\(teamID).com.example.app/usage")
+        #expect(usage.json["activeDevices"] as? Int == 1)
+        #expect(usage.json["limit"] as? Int == 1000)
+
+        #expect(try gateway.admin("POST", "/admin/v1/tenants/\(teamID).com.example.app/keys/\(device.device.keyIDForPath)/revoke").status == 200)
+        #expect(throws: DeviceError.self) { try device.refresh() }
+    }
+
+    @Test func adminKeyImportValidation() throws {
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])
+        defer { gateway.stop() }
+        let device = try SimulatedDevice(teamID: teamID, bundleID: "com.example.app")
+        let appID = "\(teamID).com.example.app"
+        let publicKey = Data(device.publicKeyX963).base64EncodedString()
+        let other = try SimulatedDevice(teamID: teamID, bundleID: "com.example.app")
+        let cases: [(String, String, Int, String)] = [
+            (device.keyIDForPath, #"{"publicKey":"\#(publicKey)","counter":0}"#, 200, ""),
+            (other.keyIDForPath, #"{"publicKey":"\#(publicKey)"}"#, 400, "key_id_invalid"),
+            ("not-a-key-id", #"{"publicKey":"\#(publicKey)"}"#, 400, "key_id_invalid"),
+            (device.keyIDForPath, #"{"publicKey":"AAAA"}"#, 400, "bad_request"),
+            (device.keyIDForPath, #"{"publicKey":"\#(publicKey)","counter":-1}"#, 400, "bad_request"),
+            (device.keyIDForPath, #"{"publicKey":"\#(publicKey)","environment":"staging"}"#, 400, "bad_request"),
+            (device.keyIDForPath, "not json", 400, "bad_request"),
+        ]
+        for (keyID, body, status, code) in cases {
+            let response = try gateway.admin("PUT", "/admin/v1/tenants/\(appID)/keys/\(keyID)", json: body)
+            #expect(response.status == status, "\(body)")
+            if !code.isEmpty { #expect(response.code == code, "\(body)") }
+        }
+        let standardBase64Path = device.keyID.replacingOccurrences(of: "+", with: "%2B").replacingOccurrences(of: "/", with: "%2F")
+        #expect(try gateway.admin("GET", "/admin/v1/tenants/\(appID)/keys/\(standardBase64Path)").status == 200)
+        let unknownTenant = try gateway.admin("GET", "/admin/v1/tenants/NOPE.x.y/keys/\(device.keyIDForPath)")
+        #expect(unknownTenant.status == 404)
+        #expect(unknownTenant.code == "not_found")
+        let badSubject = try gateway.admin("PUT", "/admin/v1/tenants/\(appID)/subjects/household-1/subscription", json: "{}")
+        #expect(badSubject.code == "bad_request")
+        let notObject = try gateway.admin("PUT", "/admin/v1/tenants/\(appID)/subjects/\(UUID().uuidString)/subscription", json: "[1]")
+        #expect(notObject.code == "bad_request")
+    }
+
+    /// Runs `attestgate-device <command>` against `gateway`; returns exit status and stdout.
+    func runCLI(_ gateway: TestGateway, _ command: String) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestGateway.builtProductPath("attestgate-device"))
+        process.arguments = [command, "--gateway", "http://127.0.0.1:\(gateway.port)", "--admin", "http://127.0.0.1:\(gateway.adminPort)",
+                             "--admin-token", gateway.adminToken, "--team", teamID, "--bundle", "com.example.app",
+                             "--state", gateway.directory + "/device.json"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func cliRegistersThenRefreshesWithAGrowingCounter() throws {
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])
+        defer { gateway.stop() }
+        #expect(try runCLI(gateway, "register").0 == 0)
+        for _ in 0..<2 {
+            let (status, output) = try runCLI(gateway, "refresh")
+            #expect(status == 0)
+            #expect(output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ".").count == 3)
+        }
+    }
+}
