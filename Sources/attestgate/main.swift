@@ -10,6 +10,7 @@ let usage = """
       attestgate serve [--config conf/gateway.yaml]
       attestgate check-config [conf/ | conf/gateway.yaml]
       attestgate keygen [--algorithm ES256|RS256] --out FILE
+      attestgate echo-upstream [--listen 127.0.0.1:9000]
 
     """
 
@@ -64,6 +65,16 @@ case "keygen":
     } catch {
         fail("attestgate: \(error)")
     }
+case "echo-upstream":
+    let listen = option("--listen", in: arguments, default: "127.0.0.1:9000")!
+    guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]) else {
+        fail("--listen takes host:port", code: 2)
+    }
+    do {
+        try EchoUpstream.serve(host: String(listen[..<colon]), port: port)
+    } catch {
+        fail("attestgate: \(error)")
+    }
 default:
-    fail(usage, code: arguments.isEmpty ? 2 : 2)
+    fail(usage, code: 2)
 }
