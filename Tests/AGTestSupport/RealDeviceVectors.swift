@@ -31,15 +31,7 @@ public struct RealAssertionVector: Sendable {
 /// Runs `Tests/Fixtures/verify_jwt.py`: verifies a token with Python's `cryptography`, returns
 /// `{"header", "claims"}` or nil when the signature does not verify.
 public func independentlyVerifiedJWT(jwks: String, token: String) throws -> [String: Any]? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", TestGateway.fixturePath("verify_jwt.py"), jwks, token]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { return nil }
-    return try JSONSerialization.jsonObject(with: data) as? [String: Any]
+    let (status, output) = try runProgram("/usr/bin/env", ["python3", TestGateway.fixturePath("verify_jwt.py"), jwks, token])
+    guard status == 0 else { return nil }
+    return try JSONSerialization.jsonObject(with: output) as? [String: Any]
 }

@@ -1,5 +1,19 @@
 import Foundation
 
+/// Runs a program to completion; returns its exit status and standard output (stderr dropped).
+public func runProgram(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: Data) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, data)
+}
+
 /// Runs `redis-cli` against a URL: an independent look at what the gateway stored.
 public enum RedisCLI {
     @discardableResult
@@ -8,15 +22,7 @@ public enum RedisCLI {
     }
 
     public static func run(_ url: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        process.arguments = ["-u", url, "--no-auth-warning"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let output = try runProgram("/usr/bin/redis-cli", ["-u", url, "--no-auth-warning"] + arguments).output
+        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

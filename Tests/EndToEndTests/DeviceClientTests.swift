@@ -95,18 +95,12 @@ struct DeviceClientTests {
 
     /// Runs `attestgate-device <command>` against `gateway`; returns exit status and stdout.
     func runCLI(_ gateway: TestGateway, _ command: String) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestGateway.builtProductPath("attestgate-device"))
-        process.arguments = [command, "--gateway", "http://127.0.0.1:\(gateway.port)", "--admin", "http://127.0.0.1:\(gateway.adminPort)",
-                             "--admin-token", gateway.adminToken, "--team", teamID, "--bundle", "com.example.app",
-                             "--state", gateway.directory + "/device.json"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let (status, output) = try runProgram(TestGateway.builtProductPath("attestgate-device"), [
+            command, "--gateway", "http://127.0.0.1:\(gateway.port)", "--admin", "http://127.0.0.1:\(gateway.adminPort)",
+            "--admin-token", gateway.adminToken, "--team", teamID, "--bundle", "com.example.app",
+            "--state", gateway.directory + "/device.json",
+        ])
+        return (status, String(decoding: output, as: UTF8.self))
     }
 
     @Test func cliRegistersThenRefreshesWithAGrowingCounter() throws {
