@@ -67,11 +67,16 @@ public struct TokenBucket: Sendable, Hashable {
     public var hasToken: Bool { units >= Self.unitsPerToken }
 
     /// Takes one token if there is one, after refilling to `now` under `limitPerMinute`.
+    ///
+    /// A refused take leaves the bucket as it was (the script writes nothing either), so a
+    /// rate-limited request changes no state.
     public mutating func take(now: Int64, limitPerMinute: Int) -> Decision {
-        refill(now: now, limitPerMinute: limitPerMinute)
-        let allowed = hasToken
-        if allowed { consume() }
-        return decision(allowed: allowed)
+        var next = self
+        next.refill(now: now, limitPerMinute: limitPerMinute)
+        guard next.hasToken else { return next.decision(allowed: false) }
+        next.consume()
+        self = next
+        return next.decision(allowed: true)
     }
 
     /// Takes one token under the current limit.
@@ -132,20 +137,21 @@ public struct TokenBucket: Sendable, Hashable {
 
 extension TokenBucket {
     /// Takes one token from every bucket, or from none when any is empty: the all-or-nothing
-    /// rule `RateLimitScript` applies to several keys. Decisions come back in bucket order.
+    /// rule `RateLimitScript` applies to several keys. A refusal leaves every bucket as it was.
+    /// Decisions come back in bucket order; each says whether its own bucket had a token.
     public static func takeAll(_ buckets: inout [TokenBucket], now: Int64, limits: [Int]) -> (allowed: Bool, decisions: [Decision]) {
         precondition(buckets.count == limits.count, "one limit per bucket")
-        for index in buckets.indices {
-            buckets[index].refill(now: now, limitPerMinute: limits[index])
+        var next = buckets
+        for index in next.indices {
+            next[index].refill(now: now, limitPerMinute: limits[index])
         }
-        let allowed = buckets.allSatisfy(\.hasToken)
-        var decisions: [Decision] = []
-        decisions.reserveCapacity(buckets.count)
-        for index in buckets.indices {
-            let had = buckets[index].hasToken
-            if allowed { buckets[index].consume() }
-            decisions.append(buckets[index].decision(allowed: had))
+        guard next.allSatisfy(\.hasToken) else {
+            return (false, next.map { $0.decision(allowed: $0.hasToken) })
         }
-        return (allowed, decisions)
+        for index in next.indices {
+            next[index].consume()
+        }
+        buckets = next
+        return (true, next.map { $0.decision(allowed: true) })
     }
 }
