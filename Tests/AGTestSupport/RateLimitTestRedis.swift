@@ -39,10 +39,13 @@ public final class RateLimitTestRedis: @unchecked Sendable {
     }
 
     /// Kills the server and waits for it to exit.
+    ///
+    /// SIGKILL, because a child spawned from a test thread inherits that thread's signal mask,
+    /// which may block SIGTERM.
     public func stop() {
         guard let process else { return }
         self.process = nil
-        process.terminate()
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 
