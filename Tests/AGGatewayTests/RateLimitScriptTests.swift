@@ -90,14 +90,32 @@ struct RateLimitScriptTests {
         let instance = try await RateLimitTestInstance(redisURL: redis.url)
         let key = Self.uniqueKey()
         _ = await instance.burst(3, [BucketCheck(key: key, limitPerMinute: 600, name: "api")])
-        // 3 tokens at 10/s refill in 300 ms; the key lives that long plus a one-second margin.
+        // 3 tokens at 10/s refill in 300 ms; the key lives that long plus a one-second margin,
+        // then vanishes (a missing bucket reads as full).
         let ttl = try #require(try await instance.send(["PTTL", key]).get().int)
-        #expect((1_000...1_300).contains(ttl))
+        #expect((1...1_300).contains(ttl))
         let fields = try #require(try await instance.send(["HGETALL", key]).get().hashFields)
         // 597 tokens plus what refilled between the takes.
         let units = try #require(fields["tokens"].flatMap(Int64.init))
         #expect((597 * TokenBucket.unitsPerToken..<598 * TokenBucket.unitsPerToken).contains(units))
         #expect(fields["ts"].flatMap(Int64.init) != nil)
+        var gone = false
+        for _ in 0..<150 where !gone {
+            gone = try await instance.send(["EXISTS", key]).get() == .integer(0)
+            if !gone { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(gone)
+        instance.close()
+    }
+
+    @Test func aFlushedScriptCacheIsRefilledTransparently() async throws {
+        let redis = try RateLimitTestRedis()
+        let instance = try await RateLimitTestInstance(redisURL: redis.url)
+        let check = BucketCheck(key: Self.uniqueKey(), limitPerMinute: 6, name: "api")
+        #expect(await instance.check([check]).headers.first { $0.0 == "X-RateLimit-Remaining" }?.1 == "5")
+        _ = try await instance.send(["SCRIPT", "FLUSH"]).get()
+        #expect(await instance.check([check]).headers.first { $0.0 == "X-RateLimit-Remaining" }?.1 == "4")
+        #expect(await instance.mode == .redis)
         instance.close()
     }
 
