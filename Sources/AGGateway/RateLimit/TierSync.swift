@@ -19,7 +19,6 @@ public final class TierSync {
     private let redis: RedisClient
     private var subscriber: RedisSubscriber?
     private var pollTimer: EventTimer?
-    private let pollInterval: Duration?
     private var reloadInFlight = false
     private var reloadAgain = false
     private var failing = false
@@ -30,11 +29,12 @@ public final class TierSync {
     /// Called on the loop after every successful re-read (tests and metrics).
     public var onReload: (() -> Void)?
 
+    /// Connects a command and a subscriber connection to `redisURL` and reads the overrides as
+    /// soon as either is up. `pollInterval` nil turns the polling safety net off.
     public init(loop: EventLoop, redisURL: RedisURL, store: TierStore, logger: Logger, timeout: Duration = .seconds(1),
                 pollInterval: Duration? = .seconds(1)) {
         self.store = store
         self.logger = logger
-        self.pollInterval = pollInterval
         redis = RedisClient(url: redisURL, eventBase: loop.rawBase, timeout: timeout)
         redis.onStateChange = { [unowned self] state in
             if state == .connected { reload() }
@@ -55,9 +55,6 @@ public final class TierSync {
             pollTimer = timer
         }
     }
-
-    /// The connection admin changes should be written through (it is this loop's).
-    public var client: RedisClient { redis }
 
     /// Stops listening and polling. Must run before the loop's `event_base` is freed.
     public func close() {

@@ -31,7 +31,8 @@ public struct TokenBucket: Sendable, Hashable {
         public let remaining: Int
         /// Unix seconds, rounded up, when the bucket is full again (`X-RateLimit-Reset`).
         public let resetAt: Int64
-        /// Seconds, rounded up and at least 1, until a token is available; 0 when one is.
+        /// For a refused take: seconds, rounded up and at least 1, until a token is available
+        /// (`Retry-After`). 0 otherwise.
         public let retryAfter: Int
 
         public init(allowed: Bool, limit: Int, remaining: Int, resetAt: Int64, retryAfter: Int) {
