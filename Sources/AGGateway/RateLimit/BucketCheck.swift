@@ -1,0 +1,78 @@
+/// A tenant's token buckets (`ag:{APPID}:rl:<bucket>`).
+public enum TenantBucket: String, Sendable, Hashable, CaseIterable {
+    /// Validate and refresh share it.
+    case attest
+    case challenge
+    /// Proxied requests.
+    case api
+}
+
+/// A client IP's token buckets (`ag:ip:{<ip>}:rl:<bucket>`); refresh has none.
+public enum IPBucket: String, Sendable, Hashable, CaseIterable {
+    case challenge
+    case validate
+}
+
+/// One bucket a request must take a token from: its Redis key, its limit, and a name for
+/// logs and metrics.
+public struct BucketCheck: Sendable, Hashable {
+    public let key: String
+    public let limitPerMinute: Int
+    /// `attest`, `challenge`, `api`, `ip-challenge` or `ip-validate`.
+    public let name: String
+
+    /// Limits beyond `TokenBucket.maximumLimitPerMinute` are clamped to it; below 1, to 1.
+    public init(key: String, limitPerMinute: Int, name: String) {
+        self.key = key
+        self.limitPerMinute = TokenBucket.clampedLimit(limitPerMinute)
+        self.name = name
+    }
+
+    /// A tenant bucket, keyed under the tenant's hash tag.
+    public static func tenant(appID: String, _ bucket: TenantBucket, limitPerMinute: Int) -> BucketCheck {
+        BucketCheck(key: "ag:{\(appID)}:rl:\(bucket.rawValue)", limitPerMinute: limitPerMinute, name: bucket.rawValue)
+    }
+
+    /// A client-IP bucket; IPv4-mapped IPv6 addresses share their IPv4 address's bucket.
+    public static func ip(_ address: IPAddress, _ bucket: IPBucket, limitPerMinute: Int) -> BucketCheck {
+        BucketCheck(key: "ag:ip:{\(address.unmappingIPv4)}:rl:\(bucket.rawValue)", limitPerMinute: limitPerMinute,
+                    name: "ip-" + bucket.rawValue)
+    }
+}
+
+/// The limited routes, and which buckets each one draws from (DESIGN section 7).
+public enum RateLimitedRoute: Sendable, Hashable {
+    /// `POST …/challenge`: tenant `challenge` and IP `challenge`.
+    case challenge
+    /// Attestation validation: tenant `attest` and IP `validate`.
+    case validate
+    /// Assertion refresh: tenant `attest` only.
+    case refresh
+    /// A proxied request: tenant `api` only.
+    case api
+
+    /// The checks for a request by `clientIP` to tenant `appID` on `tier`.
+    public func checks(appID: String, clientIP: IPAddress, tier: RateTier, ipLimits: IPLimitConfig) -> [BucketCheck] {
+        switch self {
+        case .challenge:
+            [.tenant(appID: appID, .challenge, limitPerMinute: tier.challenge),
+             .ip(clientIP, .challenge, limitPerMinute: ipLimits.challenge)]
+        case .validate:
+            [.tenant(appID: appID, .attest, limitPerMinute: tier.attest),
+             .ip(clientIP, .validate, limitPerMinute: ipLimits.validate)]
+        case .refresh:
+            [.tenant(appID: appID, .attest, limitPerMinute: tier.attest)]
+        case .api:
+            [.tenant(appID: appID, .api, limitPerMinute: tier.api)]
+        }
+    }
+
+    /// What to do without Redis: attestation routes need Redis anyway and fail closed; proxied
+    /// requests follow `rate_limits.on_store_error`.
+    public func fallback(_ config: RateLimitConfig) -> RateLimitFallback {
+        switch self {
+        case .challenge, .validate, .refresh: .failClosed
+        case .api: RateLimitFallback(config.onStoreError)
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import Synchronization
+
+/// In-process token buckets, one per key for the whole instance, used while Redis is
+/// unreachable and `rate_limits.on_store_error` is `local`.
+///
+/// Shared by every worker's `RateLimiter` so the instance as a whole enforces each limit (per
+/// instance, not per cluster). Bounded: past `capacity` keys the least recently used bucket is
+/// dropped, which at worst hands that key a fresh, full bucket. The mutex is only taken in
+/// fallback mode, never on the Redis path.
+public final class LocalBuckets: Sendable {
+    private let buckets: Mutex<LRUCache<String, TokenBucket>>
+    private let clock: @Sendable () -> Int64
+
+    /// - Parameter clock: Unix microseconds; the wall clock unless a test injects one.
+    public init(capacity: Int = 100_000, clock: @escaping @Sendable () -> Int64 = TokenBucket.wallClockMicroseconds) {
+        buckets = Mutex(LRUCache(capacity: capacity))
+        self.clock = clock
+    }
+
+    /// Takes a token from every bucket in `checks`, or from none (see `TokenBucket.takeAll`).
+    public func take(_ checks: [BucketCheck]) -> (allowed: Bool, decisions: [TokenBucket.Decision]) {
+        let now = clock()
+        let limits = checks.map(\.limitPerMinute)
+        return buckets.withLock { cache in
+            var taken = checks.map { check in
+                cache.value(for: check.key) ?? TokenBucket(limitPerMinute: check.limitPerMinute, now: now)
+            }
+            let result = TokenBucket.takeAll(&taken, now: now, limits: limits)
+            for (check, bucket) in zip(checks, taken) {
+                cache.set(bucket, for: check.key)
+            }
+            return result
+        }
+    }
+
+    /// Keys currently held.
+    public var count: Int {
+        buckets.withLock { $0.count }
+    }
+}

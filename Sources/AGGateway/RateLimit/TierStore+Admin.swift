@@ -1,0 +1,104 @@
+import AGRedis
+
+/// The admin API's tier changes. Each one writes its hash and publishes the change on
+/// `ag:events` in one script call, so no instance can see the write without the announcement
+/// following; this instance's copy changes as soon as Redis confirms.
+///
+/// The two `ag:cfg:*` hashes hash to different Redis Cluster slots; like the combined rate-limit
+/// check, these scripts assume a single Redis (or a primary with replicas).
+extension TierStore {
+    /// `ARGV`: appId, tier, `1` when this instance already knows the tier, channel, event.
+    /// Returns 0 without writing when the tier is unknown here and absent from `KEYS[2]`
+    /// (another instance may have just created it).
+    static let setTenantTierScript = RedisScript("""
+        if ARGV[3] ~= '1' and redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then return 0 end
+        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+        redis.call('PUBLISH', ARGV[4], ARGV[5])
+        return 1
+        """)
+
+    /// `ARGV`: appId, channel, event. Returns whether an override was removed.
+    static let clearTenantTierScript = RedisScript("""
+        local removed = redis.call('HDEL', KEYS[1], ARGV[1])
+        redis.call('PUBLISH', ARGV[2], ARGV[3])
+        return removed
+        """)
+
+    /// `ARGV`: tier name, numbers JSON, channel, event.
+    static let setTierScript = RedisScript("""
+        redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+        redis.call('PUBLISH', ARGV[3], ARGV[4])
+        return 1
+        """)
+
+    /// Moves a tenant to `tier` at runtime (`PUT /admin/v1/tenants/{appId}/tier`).
+    ///
+    /// Fails with `.invalidTierName`, `.unknownTier` (neither the file nor the runtime defines
+    /// it) or `.store`. Whether `appID` is a configured tenant is the caller's check.
+    public func setTenantTier(appID: String, tier: String, fileTiers: [String: RateTier], redis: RedisClient,
+                              completion: @escaping (Result<Void, TierChangeError>) -> Void) {
+        guard TierNumbers.isValidTierName(tier) else {
+            completion(.failure(.invalidTierName(tier)))
+            return
+        }
+        let event = Event.tenantTier(appID: appID, tier: tier)
+        let known = tierExists(tier, fileTiers: fileTiers) ? "1" : "0"
+        redis.evalScript(Self.setTenantTierScript, keys: [Self.tenantTiersKey, Self.tierNumbersKey],
+                         args: [appID, tier, known, Self.eventsChannel, event.json]) { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(.store(error)))
+            case .success(let reply) where reply.int == 1:
+                self.apply(event: event)
+                completion(.success(()))
+            case .success:
+                completion(.failure(.unknownTier(tier)))
+            }
+        }
+    }
+
+    /// Returns a tenant to its file tier (`DELETE /admin/v1/tenants/{appId}/tier`); completes
+    /// with whether there was an override to remove.
+    public func clearTenantTier(appID: String, redis: RedisClient,
+                                completion: @escaping (Result<Bool, TierChangeError>) -> Void) {
+        let event = Event.tenantTier(appID: appID, tier: nil)
+        redis.evalScript(Self.clearTenantTierScript, keys: [Self.tenantTiersKey],
+                         args: [appID, Self.eventsChannel, event.json]) { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(.store(error)))
+            case .success(let reply):
+                self.apply(event: event)
+                completion(.success((reply.int ?? 0) > 0))
+            }
+        }
+    }
+
+    /// Sets a tier's runtime numbers (`PUT /admin/v1/tiers/{name}`), replacing earlier runtime
+    /// numbers for it; completes with the tier now in force.
+    ///
+    /// A tier the file defines may get any subset of the numbers; a new tier needs all four.
+    public func setTier(name: String, numbers: TierNumbers, fileTiers: [String: RateTier], redis: RedisClient,
+                        completion: @escaping (Result<RateTier, TierChangeError>) -> Void) {
+        guard TierNumbers.isValidTierName(name) else {
+            completion(.failure(.invalidTierName(name)))
+            return
+        }
+        guard let tier = numbers.tier(named: name, over: fileTiers[name]) else {
+            let missing = numbers.missingFields.joined(separator: ", ")
+            completion(.failure(.invalidNumbers("tier \"\(name)\" is not in the configuration, so it needs all numbers; missing \(missing)")))
+            return
+        }
+        let event = Event.tierNumbers(name: name, numbers: numbers)
+        redis.evalScript(Self.setTierScript, keys: [Self.tierNumbersKey],
+                         args: [name, numbers.json, Self.eventsChannel, event.json]) { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(.store(error)))
+            case .success:
+                self.apply(event: event)
+                completion(.success(tier))
+            }
+        }
+    }
+}

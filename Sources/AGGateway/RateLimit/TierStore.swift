@@ -1,0 +1,191 @@
+import AGFormats
+import AGRedis
+import Synchronization
+
+/// Runtime tier state of one instance, shared by its workers: the file's tiers (from the
+/// snapshot) overlaid with the overrides operators set through the admin API.
+///
+/// The overrides live in Redis (`ag:cfg:tenant-tier`: appId → tier name; `ag:cfg:tiers`: tier
+/// name → `TierNumbers` JSON), so they reach every instance and survive restarts; this is the
+/// local copy `TierSync` keeps current. Reads take an uncontended mutex for a few dictionary
+/// lookups.
+public final class TierStore: Sendable {
+    public static let tenantTiersKey = "ag:cfg:tenant-tier"
+    public static let tierNumbersKey = "ag:cfg:tiers"
+    public static let eventsChannel = "ag:events"
+
+    /// The overrides as stored in Redis.
+    public struct Overrides: Sendable, Hashable {
+        /// appId → tier name.
+        public var tenantTiers: [String: String]
+        /// Tier name → numbers laid over the file's.
+        public var tierNumbers: [String: TierNumbers]
+
+        public init(tenantTiers: [String: String] = [:], tierNumbers: [String: TierNumbers] = [:]) {
+            self.tenantTiers = tenantTiers
+            self.tierNumbers = tierNumbers
+        }
+    }
+
+    private let state = Mutex(Overrides())
+
+    public init() {}
+
+    /// A copy of the overrides in force.
+    public var overrides: Overrides {
+        state.withLock { $0 }
+    }
+
+    /// Replaces every override at once (after reading both hashes).
+    public func replace(_ overrides: Overrides) {
+        state.withLock { $0 = overrides }
+    }
+
+    /// The tier a tenant's requests are limited by.
+    ///
+    /// A tenant override wins when the tier it names exists, in the file or at runtime; an
+    /// override naming a tier that has since vanished is ignored. Runtime numbers replace the
+    /// file's field by field. `fileTier` always exists in `fileTiers` (the configuration
+    /// checks it); should it not, the built-in `free` tier applies.
+    public func effectiveTier(appID: String, fileTier: String, fileTiers: [String: RateTier]) -> RateTier {
+        state.withLock { overrides in
+            if let name = overrides.tenantTiers[appID], let tier = Self.resolve(name, overrides, fileTiers) {
+                return tier
+            }
+            return Self.resolve(fileTier, overrides, fileTiers) ?? RateTier.builtIn["free"]!
+        }
+    }
+
+    /// The tenant's runtime tier override, if any (for the admin API).
+    public func tenantTierOverride(appID: String) -> String? {
+        state.withLock { $0.tenantTiers[appID] }
+    }
+
+    /// Every tier with runtime numbers applied, including tiers only the runtime defines.
+    public func effectiveTiers(fileTiers: [String: RateTier]) -> [String: RateTier] {
+        state.withLock { overrides in
+            var tiers: [String: RateTier] = [:]
+            for name in Set(fileTiers.keys).union(overrides.tierNumbers.keys) {
+                tiers[name] = Self.resolve(name, overrides, fileTiers)
+            }
+            return tiers
+        }
+    }
+
+    /// Whether `name` is a tier a tenant may be moved to.
+    public func tierExists(_ name: String, fileTiers: [String: RateTier]) -> Bool {
+        state.withLock { Self.resolve(name, $0, fileTiers) != nil }
+    }
+
+    private static func resolve(_ name: String, _ overrides: Overrides, _ fileTiers: [String: RateTier]) -> RateTier? {
+        guard let numbers = overrides.tierNumbers[name] else { return fileTiers[name] }
+        return numbers.tier(named: name, over: fileTiers[name])
+    }
+
+    // MARK: Events
+
+    /// A change announced on `ag:events`.
+    public enum Event: Sendable, Hashable {
+        /// A tenant's override was set (`tier`) or removed (nil).
+        case tenantTier(appID: String, tier: String?)
+        /// A tier's runtime numbers were set.
+        case tierNumbers(name: String, numbers: TierNumbers)
+
+        /// Parses `{"type":"tenant-tier","appId":…,"tier":… or null}` or
+        /// `{"type":"tiers","tier":…,"numbers":{…}}`; nil for anything else (other event types
+        /// share the channel).
+        public init?(json: some Collection<UInt8>) {
+            guard let value = try? JSONValue(parsing: json), let type = value["type"]?.stringValue else { return nil }
+            switch type {
+            case "tenant-tier":
+                guard let appID = value["appId"]?.stringValue else { return nil }
+                switch value["tier"] {
+                case .string(let tier)?: self = .tenantTier(appID: appID, tier: tier)
+                case .null?, nil: self = .tenantTier(appID: appID, tier: nil)
+                default: return nil
+                }
+            case "tiers":
+                guard let name = value["tier"]?.stringValue, let numbersValue = value["numbers"],
+                      let numbers = try? TierNumbers(json: numbersValue.serialized()) else { return nil }
+                self = .tierNumbers(name: name, numbers: numbers)
+            default:
+                return nil
+            }
+        }
+
+        public var json: String {
+            let value: JSONValue = switch self {
+            case .tenantTier(let appID, let tier):
+                ["type": "tenant-tier", "appId": .string(appID), "tier": tier.map(JSONValue.string) ?? .null]
+            case .tierNumbers(let name, let numbers):
+                ["type": "tiers", "tier": .string(name), "numbers": numbers.jsonValue]
+            }
+            return value.serializedString()
+        }
+    }
+
+    /// Applies one announced change at once, ahead of the full re-read `TierSync` does next.
+    public func apply(event: Event) {
+        state.withLock { overrides in
+            switch event {
+            case .tenantTier(let appID, let tier):
+                overrides.tenantTiers[appID] = tier
+            case .tierNumbers(let name, let numbers):
+                overrides.tierNumbers[name] = numbers
+            }
+        }
+    }
+
+    // MARK: Loading
+
+    /// Reads both hashes in one atomic script call.
+    static let readScript = RedisScript("""
+        return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}
+        """)
+
+    /// Reads the overrides from Redis. Entries that do not parse (written by hand, say) are
+    /// left out and described in `ignored`.
+    public static func fetch(from redis: RedisClient,
+                             completion: @escaping (Result<(overrides: Overrides, ignored: [String]), RedisError>) -> Void) {
+        redis.evalScript(readScript, keys: [tenantTiersKey, tierNumbersKey]) { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let reply):
+                guard let parts = reply.array, parts.count == 2, let tenants = parts[0].hashFields,
+                      let tiers = parts[1].hashFields else {
+                    completion(.failure(.server("unexpected reply reading tier overrides")))
+                    return
+                }
+                var overrides = Overrides()
+                var ignored: [String] = []
+                for (appID, tier) in tenants {
+                    guard TierNumbers.isValidTierName(tier) else {
+                        ignored.append("\(tenantTiersKey) \(appID): invalid tier name")
+                        continue
+                    }
+                    overrides.tenantTiers[appID] = tier
+                }
+                for (name, json) in tiers {
+                    do throws(TierChangeError) {
+                        guard TierNumbers.isValidTierName(name) else { throw .invalidTierName(name) }
+                        overrides.tierNumbers[name] = try TierNumbers(json: json)
+                    } catch {
+                        ignored.append("\(tierNumbersKey) \(name): \(error)")
+                    }
+                }
+                completion(.success((overrides, ignored.sorted())))
+            }
+        }
+    }
+
+    /// Replaces the overrides with what Redis holds; completes with the ignored entries.
+    public func load(from redis: RedisClient, completion: @escaping (Result<[String], RedisError>) -> Void) {
+        Self.fetch(from: redis) { result in
+            completion(result.map { fetched in
+                self.replace(fetched.overrides)
+                return fetched.ignored
+            })
+        }
+    }
+}

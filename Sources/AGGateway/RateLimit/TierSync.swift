@@ -1,0 +1,117 @@
+import AGHTTP
+import AGRedis
+
+/// Keeps an instance's `TierStore` in step with Redis, on the control loop.
+///
+/// Three paths, so a change made through any instance applies everywhere within a second:
+/// - every event on `ag:events` is applied at once and followed by a full re-read;
+/// - each time the subscription (re)connects, and each time the command connection does, both
+///   hashes are re-read, which catches changes published while this instance was not listening;
+/// - a re-read every `pollInterval` (one small script call), a safety net for changes written to
+///   Redis without an announcement.
+///
+/// Re-reads never overlap, and a re-read that an event overtook is discarded and repeated, so
+/// an older snapshot never replaces a newer event. Loop-thread only: create, use and close it
+/// on `loop`.
+public final class TierSync {
+    private let store: TierStore
+    private let logger: Logger
+    private let redis: RedisClient
+    private var subscriber: RedisSubscriber?
+    private var pollTimer: EventTimer?
+    private var reloadInFlight = false
+    private var reloadAgain = false
+    private var failing = false
+    /// Invalid entries already logged, so a poll does not repeat them every second.
+    private var lastIgnored: [String] = []
+    private var closed = false
+
+    /// Called on the loop after every successful re-read (tests and metrics).
+    public var onReload: (() -> Void)?
+
+    /// Connects a command and a subscriber connection to `redisURL` and reads the overrides as
+    /// soon as either is up. `pollInterval` nil turns the polling safety net off.
+    public init(loop: EventLoop, redisURL: RedisURL, store: TierStore, logger: Logger, timeout: Duration = .seconds(1),
+                pollInterval: Duration? = .seconds(1)) {
+        self.store = store
+        self.logger = logger
+        redis = RedisClient(url: redisURL, eventBase: loop.rawBase, timeout: timeout)
+        redis.onStateChange = { [unowned self] state in
+            if state == .connected { reload() }
+        }
+        subscriber = RedisSubscriber(url: redisURL, eventBase: loop.rawBase, channels: [TierStore.eventsChannel],
+                                     timeout: timeout) { [unowned self] message in
+            received(message)
+        }
+        subscriber?.onStateChange = { [unowned self] state in
+            if state == .connected { reload() }
+        }
+        if let pollInterval {
+            let timer = EventTimer(loop: loop) { [unowned self] in
+                reload()
+                pollTimer?.arm(after: pollInterval)
+            }
+            timer.arm(after: pollInterval)
+            pollTimer = timer
+        }
+    }
+
+    /// Stops listening and polling. Must run before the loop's `event_base` is freed.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        pollTimer?.cancel()
+        pollTimer = nil
+        subscriber?.close()
+        subscriber = nil
+        redis.close()
+    }
+
+    private func received(_ message: RedisMessage) {
+        if let event = TierStore.Event(json: message.payload) {
+            store.apply(event: event)
+        }
+        reload()
+    }
+
+    /// Re-reads both hashes; when a re-read is already on its way, its answer may predate what
+    /// triggered this one, so it is dropped and the read repeated.
+    private func reload() {
+        guard !closed else { return }
+        guard !reloadInFlight else {
+            reloadAgain = true
+            return
+        }
+        reloadInFlight = true
+        reloadAgain = false
+        TierStore.fetch(from: redis) { [weak self] result in
+            guard let self, !closed else { return }
+            reloadInFlight = false
+            if reloadAgain {
+                reload()
+                return
+            }
+            switch result {
+            case .success(let fetched):
+                store.replace(fetched.overrides)
+                if fetched.ignored != lastIgnored {
+                    lastIgnored = fetched.ignored
+                    for problem in fetched.ignored {
+                        logger.warn("ignoring invalid runtime tier override", [("problem", .string(problem))])
+                    }
+                }
+                if failing {
+                    failing = false
+                    logger.info("runtime tier overrides readable again", [])
+                }
+                onReload?()
+            case .failure(let error):
+                if !failing {
+                    failing = true
+                    logger.warn("cannot read runtime tier overrides, keeping the last ones",
+                                [("reason", .string(error.description))])
+                }
+            }
+        }
+    }
+}
