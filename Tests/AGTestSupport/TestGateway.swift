@@ -18,7 +18,8 @@ public final class TestGateway: @unchecked Sendable {
     public var accessLogPath: String { directory + "/access.log" }
 
     /// A tenant file body for `teamID` with the example bundle id, plus `extra` YAML lines.
-    public static func tenantYAML(teamID: String, bundleID: String = "com.example.app", tier: String = "free",
+    /// `tier` defaults to `test`, whose limits no functional test reaches (see `init`).
+    public static func tenantYAML(teamID: String, bundleID: String = "com.example.app", tier: String = "test",
                                   environment: String = "development", extra: String = "") -> String {
         """
         team_id: \(teamID)
@@ -65,6 +66,8 @@ public final class TestGateway: @unchecked Sendable {
             "tokens": "tokens:\n  issuer: https://attestgate.test\n  keys:\n\(keyLines)",
             "app_attest": "app_attest:\n  root_ca: root-ca.pem\n",
             "log": "log:\n  level: debug\n",
+            "tiers": "tiers:\n  test: { attest: 1000000, challenge: 1000000, api: 1000000, mad_limit: unlimited }\n",
+            "ip_limits": "ip_limits:\n  challenge: 1000000\n  validate: 1000000\n",
         ]
         // Later sections with the same top-level key replace the defaults.
         var current: String?

@@ -21,7 +21,7 @@ struct DeviceClientTests {
     }
 
     @Test func registerRefreshSubjectsAndSubscriptions() throws {
-        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, extra: "custom_claims:\n  plan: beta\n")])
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, tier: "free", extra: "custom_claims:\n  plan: beta\n")])
         defer { gateway.stop() }
         let device = try session(gateway)
         try device.register()

@@ -131,9 +131,4 @@ extension RequestContext {
         worker.shared.logger.warn("state store failed", [("route", .string(route)), ("error", .string(String(describing: error)))])
         fail(.storeUnavailable)
     }
-
-    /// The tenant's tier as configured.
-    func effectiveTier(_ tenant: Tenant) -> RateTier {
-        snapshot.gateway.tiers[tenant.config.tier] ?? RateTier.builtIn["free"]!
-    }
 }

@@ -12,7 +12,7 @@ import Synchronization
 public final class TierStore: Sendable {
     public static let tenantTiersKey = "ag:cfg:tenant-tier"
     public static let tierNumbersKey = "ag:cfg:tiers"
-    public static let eventsChannel = "ag:events"
+    public static let eventsChannel = GatewayEvents.channel
 
     /// The overrides as stored in Redis.
     public struct Overrides: Sendable, Hashable {

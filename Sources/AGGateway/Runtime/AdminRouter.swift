@@ -23,6 +23,15 @@ struct AdminRouter {
         case ("POST", "/admin/v1/reload"):
             context.route = "admin_reload"
             reload(context)
+        case ("GET", "/admin/v1/tenants"):
+            context.route = "admin_tenants"
+            AdminTierHandlers.list(context)
+        case ("GET", "/admin/v1/tiers"):
+            context.route = "admin_tiers"
+            AdminTierHandlers.listTiers(context)
+        case ("PUT", _) where path.hasPrefix("/admin/v1/tiers/"):
+            context.route = "admin_tiers"
+            AdminTierHandlers.setTier(context, name: String(path.dropFirst("/admin/v1/tiers/".count)))
         default:
             if path.hasPrefix("/admin/v1/tenants/") {
                 tenantCall(context, path.dropFirst("/admin/v1/tenants/".count).split(separator: "/", omittingEmptySubsequences: false))
@@ -41,6 +50,15 @@ struct AdminRouter {
         context.tenant = tenant
         let method = context.request.method
         switch (method, Array(parts.dropFirst())) {
+        case ("GET", let rest) where rest.isEmpty:
+            context.route = "admin_tenants"
+            AdminTierHandlers.show(context, tenant)
+        case ("PUT", let rest) where rest == ["tier"]:
+            context.route = "admin_tier"
+            AdminTierHandlers.setTenantTier(context, tenant)
+        case ("DELETE", let rest) where rest == ["tier"]:
+            context.route = "admin_tier"
+            AdminTierHandlers.clearTenantTier(context, tenant)
         case ("PUT", let rest) where rest.count == 2 && rest[0] == "keys",
              ("GET", let rest) where rest.count == 2 && rest[0] == "keys",
              ("POST", let rest) where rest.count == 3 && rest[0] == "keys" && rest[2] == "revoke":

@@ -16,6 +16,10 @@ final class GatewayShared: Sendable {
     let accessLog: Logger
     /// Runs reloads and other slow work away from the request loops.
     let control: EventLoop
+    /// Tiers as changed at runtime through the admin API, kept in sync by `TierSync`.
+    let tierStore = TierStore()
+    /// The in-process buckets `api` limiting falls back to while Redis is down (per instance).
+    let localBuckets = LocalBuckets()
     private let reloadGeneration: Mutex<Int>
 
     init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, accessLog: Logger, control: EventLoop) {
@@ -177,6 +181,9 @@ public final class Gateway: Sendable {
                 _ = shared.reload(trigger: "tenants_dir")
             }
             control.register(watcher)
+            let tierSync = TierSync(loop: control, redisURL: gateway.redis.url, store: shared.tierStore, logger: logger,
+                                    timeout: gateway.redis.timeout)
+            control.register(tierSync)
         }
         logger.info("attestgate serving", [
             ("listen", .string("\(gateway.server.listen.host):\(publicPort)")),
@@ -220,7 +227,11 @@ public final class Gateway: Sendable {
         for loop in workerLoops {
             loop.execute { loop.registered(Worker.self)?.shutdown(grace: grace) }
         }
-        shared.control.stop()
+        let control = shared.control
+        control.execute {
+            control.registered(TierSync.self)?.close()
+            control.stop()
+        }
     }
 
     /// Blocks until every worker has stopped.

@@ -19,11 +19,11 @@ struct PublicRouter {
         case "/api/v1/attestation/challenge":
             context.route = "challenge"
             guard allow(context, "GET"), let tenant = context.resolveTenant() else { return }
-            ChallengeHandler.handle(context, tenant: tenant)
+            context.rateLimit(.challenge, tenant: tenant) { ChallengeHandler.handle(context, tenant: tenant) }
         case "/api/v1/attestation/refresh":
             context.route = "refresh"
             guard allow(context, "POST"), let tenant = context.resolveTenant() else { return }
-            RefreshHandler.handle(context, tenant: tenant)
+            context.rateLimit(.refresh, tenant: tenant) { RefreshHandler.handle(context, tenant: tenant) }
         case "/.well-known/jwks.json":
             context.route = "jwks"
             guard allow(context, "GET", "HEAD") else { return }

@@ -14,6 +14,7 @@ final class Worker {
     let redis: RedisClient
     let challenges: ChallengeStore
     let devices: DeviceStore
+    let rateLimiter: RateLimiter
     private var publicServer: HTTPServer?
     private var adminServer: HTTPServer?
     private lazy var publicRouter = PublicRouter(worker: self)
@@ -29,6 +30,10 @@ final class Worker {
         self.redis = RedisClient(url: snapshot.gateway.redis.url, eventBase: loop.rawBase, timeout: snapshot.gateway.redis.timeout)
         self.challenges = ChallengeStore(redis: redis)
         self.devices = DeviceStore(redis: redis)
+        let workerMetrics = metrics
+        self.rateLimiter = RateLimiter(redis: redis, localBuckets: shared.localBuckets, logger: shared.logger) { mode in
+            workerMetrics.increment("attestgate_ratelimit_mode_switches_total{mode=\"\(mode.rawValue)\"}")
+        }
         let timeouts = snapshot.gateway.server.timeouts
         var configuration = HTTPServerConfiguration()
         configuration.readTimeout = timeouts.read

@@ -70,7 +70,7 @@ extension StringProtocol {
         return true
     }
 
-    func trimmingASCIISpaces() -> Substring {
+    public func trimmingASCIISpaces() -> Substring {
         var s = Substring(self)
         while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
         while let l = s.last, l == " " || l == "\t" { s.removeLast() }
