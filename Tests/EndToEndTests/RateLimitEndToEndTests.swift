@@ -1,0 +1,155 @@
+import AGTestSupport
+import Foundation
+import Testing
+
+@Suite("rate limits and runtime tiers, end to end")
+struct RateLimitEndToEndTests {
+    let teamID = TestGateway.randomTeamID()
+    var appID: String { "\(teamID).com.example.app" }
+    var headers: [(String, String)] { [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app")] }
+
+    func challengeKeys(_ gateway: TestGateway) throws -> Int {
+        Int(try RedisCLI.run(gateway.redisURL, "EVAL", "return #redis.call('KEYS', ARGV[1])", "0", "ag:{\(appID)}:ch:*")) ?? -1
+    }
+
+    @Test func headersCountDownThen429WithRetryAfter() throws {
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, tier: "five")], gatewayYAML: """
+            tiers:
+              five: { attest: 5, challenge: 5, api: 5, mad_limit: 10 }
+            """)
+        defer { gateway.stop() }
+        let client = try HTTPTestClient(port: gateway.port)
+        for expected in (0..<5).reversed() {
+            let started = Int(Date().timeIntervalSince1970)
+            let response = try client.request("GET", "/api/v1/attestation/challenge", headers: headers)
+            #expect(response.status == 200)
+            #expect(response.header("X-RateLimit-Limit") == "5")
+            #expect(response.header("X-RateLimit-Remaining") == String(expected))
+            // One token per 12 s: full again (5 - expected) × 12 s from now.
+            let reset = try #require(response.header("X-RateLimit-Reset").flatMap(Int.init))
+            #expect(abs(reset - (started + (5 - expected) * 12)) <= 2)
+            #expect(response.header("Retry-After") == nil)
+        }
+        let limited = try client.request("GET", "/api/v1/attestation/challenge", headers: headers)
+        #expect(limited.status == 429)
+        #expect(limited.code == "rate_limited")
+        #expect(limited.header("X-RateLimit-Remaining") == "0")
+        let retryAfter = try #require(limited.header("Retry-After").flatMap(Int.init))
+        #expect(retryAfter >= 10 && retryAfter <= 12)
+        #expect(try challengeKeys(gateway) == 5, "a rate-limited request stores no challenge")
+    }
+
+    /// Own Redis: every test's requests come from 127.0.0.1, so IP buckets are shared otherwise.
+    @Test func perIPChallengeLimit() async throws {
+        try await RedisServer.withPrivate { redis in try perIPChallengeLimit(redisURL: "redis://127.0.0.1:\(redis.port)/0") }
+    }
+
+    func perIPChallengeLimit(redisURL: String) throws {
+        let gateway = try TestGateway(redisURL: redisURL, tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)], gatewayYAML: """
+            ip_limits:
+              challenge: 3
+              validate: 3
+            """)
+        defer { gateway.stop() }
+        let statuses = try (0..<4).map { _ in try gateway.send("GET", "/api/v1/attestation/challenge", headers: headers).status }
+        #expect(statuses == [200, 200, 200, 429])
+        // Refresh has no IP limit: it is not refused by the exhausted IP bucket.
+        let refresh = try gateway.send("POST", "/api/v1/attestation/refresh", headers: headers, body: Array("{}".utf8))
+        #expect(refresh.code == "bad_request")
+    }
+
+    @Test func aRateLimitedRefreshChangesNoState() throws {
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, tier: "one")], gatewayYAML: """
+            tiers:
+              one: { attest: 1, challenge: 100, api: 100, mad_limit: 10 }
+            """)
+        defer { gateway.stop() }
+        let first = try gateway.send("POST", "/api/v1/attestation/refresh", headers: headers, body: Array("{}".utf8))
+        #expect(first.code == "bad_request", "takes the only attest token")
+        try gateway.putChallenge(appID: appID, challenge: "c1")
+        let limited = try gateway.send("POST", "/api/v1/attestation/refresh", headers: headers, body: Array("{}".utf8))
+        #expect(limited.status == 429)
+        #expect(limited.code == "rate_limited")
+        #expect(limited.header("X-RateLimit-Limit") == "1")
+        #expect(try gateway.challengeState(appID: appID, challenge: "c1").hasPrefix("used:") == false)
+    }
+
+    @Test func aBurstAcrossTwoInstancesIsCutAtTheLimit() async throws {
+        let tier = "burst-\(teamID.lowercased())"
+        let yaml = "tiers:\n  \(tier): { attest: 40, challenge: 40, api: 40, mad_limit: 10 }\n"
+        let tenant = ["a.yaml": TestGateway.tenantYAML(teamID: teamID, tier: tier)]
+        let a = try TestGateway(tenants: tenant, gatewayYAML: yaml)
+        let b = try TestGateway(tenants: tenant, gatewayYAML: yaml)
+        defer { a.stop(); b.stop() }
+        let ports = [a.port, b.port]
+        let requestHeaders = headers
+        let allowed = try await withThrowingTaskGroup(of: Int.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    let client = try HTTPTestClient(port: ports[worker % 2])
+                    var ok = 0
+                    for _ in 0..<15 where try client.request("GET", "/api/v1/attestation/challenge", headers: requestHeaders).status == 200 {
+                        ok += 1
+                    }
+                    return ok
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        // 120 requests; 40 tokens plus at most what refills during the burst (40/min).
+        #expect(allowed >= 40 && allowed <= 42, "allowed \(allowed)")
+    }
+
+    @Test func aTierChangeOnOneInstanceIsEnforcedByAnotherAndSurvivesRestartAndReload() throws {
+        let tenant = ["a.yaml": TestGateway.tenantYAML(teamID: teamID)]
+        let a = try TestGateway(tenants: tenant)
+        let b = try TestGateway(tenants: tenant)
+        defer { a.stop(); b.stop() }
+        #expect(try b.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "1000000")
+
+        let changed = try a.admin("PUT", "/admin/v1/tenants/\(appID)/tier", json: #"{"tier":"free"}"#)
+        #expect(changed.status == 200)
+        #expect(changed.json["tier"] as? String == "free")
+        #expect(changed.json["tierOverride"] as? String == "free")
+        let started = Date()
+        #expect(try eventually(1.5) { try b.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "60" })
+        #expect(Date().timeIntervalSince(started) < 1.5)
+
+        #expect(try b.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(try b.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "60", "reload keeps overrides")
+
+        b.stop()
+        let c = try TestGateway(tenants: tenant)
+        defer { c.stop() }
+        #expect(try eventually(2) { try c.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "60" },
+                "a restarted instance reads the override from Redis")
+        let shown = try c.admin("GET", "/admin/v1/tenants/\(appID)")
+        #expect(shown.json["tier"] as? String == "free")
+        #expect(shown.json["fileTier"] as? String == "test")
+
+        #expect(try a.admin("DELETE", "/admin/v1/tenants/\(appID)/tier").status == 200)
+        #expect(try eventually(1.5) { try c.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "1000000" })
+    }
+
+    @Test func tierNumbersChangeAtRuntime() throws {
+        let tier = "rt-\(teamID.lowercased())"
+        let a = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])
+        defer { a.stop() }
+        let incomplete = try a.admin("PUT", "/admin/v1/tiers/\(tier)", json: #"{"attest": 5}"#)
+        #expect(incomplete.status == 400)
+        #expect(incomplete.code == "bad_request")
+        let invalid = try a.admin("PUT", "/admin/v1/tiers/\(tier)", json: #"{"attest": -1, "challenge": 1, "api": 1, "mad_limit": 1}"#)
+        #expect(invalid.code == "bad_request")
+        let created = try a.admin("PUT", "/admin/v1/tiers/\(tier)", json: #"{"attest": 7, "challenge": 9, "api": 11, "mad_limit": "unlimited"}"#)
+        #expect(created.status == 200)
+        let unknown = try a.admin("PUT", "/admin/v1/tenants/\(appID)/tier", json: #"{"tier":"no-such-tier"}"#)
+        #expect(unknown.status == 404)
+        #expect(unknown.code == "not_found")
+        #expect(try a.admin("PUT", "/admin/v1/tenants/\(appID)/tier", json: #"{"tier":"\#(tier)"}"#).status == 200)
+        #expect(try a.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "9")
+        let tiers = try a.admin("GET", "/admin/v1/tiers")
+        #expect(((tiers.json["tiers"] as? [String: Any])?[tier] as? [String: Any])?["api"] as? Int == 11)
+        let list = try a.admin("GET", "/admin/v1/tenants")
+        #expect((list.json["tenants"] as? [[String: Any]])?.first?["appId"] as? String == appID)
+    }
+}
