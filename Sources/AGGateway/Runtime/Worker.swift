@@ -14,10 +14,17 @@ final class Worker {
     let redis: RedisClient
     let challenges: ChallengeStore
     let devices: DeviceStore
+    /// Keep-alive connections to tenant upstreams.
+    let upstreams: UpstreamPool
+    /// Signature-verified proxy tokens, so a repeated token costs no signature check.
+    let tokenCache = TokenCache()
+    /// Revoked devices, fed by this worker's own `ag:events` subscription.
+    let revocations: RevocationWatcher
     private var publicServer: HTTPServer?
     private var adminServer: HTTPServer?
     private lazy var publicRouter = PublicRouter(worker: self)
     private lazy var adminRouter = AdminRouter(worker: self)
+    lazy var proxyHandler = ProxyHandler(worker: self)
 
     init(index: Int, loop: EventLoop, shared: GatewayShared, publicSocket: ListeningSocket, adminSocket: ListeningSocket) {
         self.index = index
@@ -29,6 +36,13 @@ final class Worker {
         self.redis = RedisClient(url: snapshot.gateway.redis.url, eventBase: loop.rawBase, timeout: snapshot.gateway.redis.timeout)
         self.challenges = ChallengeStore(redis: redis)
         self.devices = DeviceStore(redis: redis)
+        self.upstreams = UpstreamPool(loop: loop)
+        let snapshots = shared.snapshots
+        self.revocations = RevocationWatcher(url: snapshot.gateway.redis.url, eventBase: loop.rawBase,
+                                             channel: GatewayEvents.channel, timeout: snapshot.gateway.redis.timeout,
+                                             logger: shared.logger) {
+            snapshots.snapshot.longestTokenLifetime
+        }
         let timeouts = snapshot.gateway.server.timeouts
         var configuration = HTTPServerConfiguration()
         configuration.readTimeout = timeouts.read
@@ -55,6 +69,8 @@ final class Worker {
     func shutdown(grace: Duration) {
         let group = ShutdownGroup(count: 2) { [self] in
             redis.close()
+            revocations.close()
+            upstreams.closeIdleConnections()
             loop.stop()
         }
         publicServer?.shutdown(grace: grace) { group.done() }
