@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import AGHTTP
 import AGRedis
 
@@ -36,6 +39,9 @@ final class Worker {
         self.redis = RedisClient(url: snapshot.gateway.redis.url, eventBase: loop.rawBase, timeout: snapshot.gateway.redis.timeout)
         self.challenges = ChallengeStore(redis: redis)
         self.devices = DeviceStore(redis: redis)
+        // libevent writes with writev, which raises SIGPIPE when a client or upstream has gone;
+        // the write error is handled, so the signal must not kill the process (process-wide, idempotent).
+        signal(SIGPIPE, SIG_IGN)
         self.upstreams = UpstreamPool(loop: loop)
         let snapshots = shared.snapshots
         self.revocations = RevocationWatcher(url: snapshot.gateway.redis.url, eventBase: loop.rawBase,
