@@ -114,6 +114,9 @@ public final class Gateway: Sendable {
     /// Loads the configuration at `configPath`, binds the listeners and starts the workers.
     /// `logger` and `accessLog` default to stderr and stdout in the configured format.
     public init(configPath: String, logger: Logger? = nil, accessLog: Logger? = nil) throws(StartError) {
+        // libevent writes with writev, which raises SIGPIPE when a client or upstream has gone;
+        // the write error is handled, so the signal must not kill the process.
+        signal(SIGPIPE, SIG_IGN)
         let config: LoadedConfig
         let snapshot: GatewaySnapshot
         do {

@@ -25,7 +25,7 @@ public final class GatewaySnapshot: Sendable {
         self.tokenKeys = try TokenKeys(config.gateway.tokens)
         var tenants: [String: Tenant] = [:]
         for tenantConfig in config.tenants.all {
-            tenants[tenantConfig.appID] = Tenant(config: tenantConfig)
+            tenants[tenantConfig.appID] = try Tenant(config: tenantConfig)
         }
         self.tenants = tenants
     }

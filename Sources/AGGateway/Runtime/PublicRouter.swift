@@ -31,8 +31,7 @@ struct PublicRouter {
             headers.add("Cache-Control", "public, max-age=300")
             context.respond(status: 200, body: context.snapshot.tokenKeys.jwksBody, contentType: "application/json", headers: headers)
         default:
-            context.route = "unmatched"
-            context.fail(.notFound)
+            worker.proxyHandler.handle(context)
         }
     }
 

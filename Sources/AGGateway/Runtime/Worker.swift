@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import AGHTTP
 import AGRedis
 
@@ -15,10 +18,17 @@ final class Worker {
     let challenges: ChallengeStore
     let devices: DeviceStore
     let rateLimiter: RateLimiter
+    /// Keep-alive connections to tenant upstreams.
+    let upstreams: UpstreamPool
+    /// Signature-verified proxy tokens, so a repeated token costs no signature check.
+    let tokenCache = TokenCache()
+    /// Revoked devices, fed by this worker's own `ag:events` subscription.
+    let revocations: RevocationWatcher
     private var publicServer: HTTPServer?
     private var adminServer: HTTPServer?
     private lazy var publicRouter = PublicRouter(worker: self)
     private lazy var adminRouter = AdminRouter(worker: self)
+    lazy var proxyHandler = ProxyHandler(worker: self)
 
     init(index: Int, loop: EventLoop, shared: GatewayShared, publicSocket: ListeningSocket, adminSocket: ListeningSocket) {
         self.index = index
@@ -33,6 +43,13 @@ final class Worker {
         let workerMetrics = metrics
         self.rateLimiter = RateLimiter(redis: redis, localBuckets: shared.localBuckets, logger: shared.logger) { mode in
             workerMetrics.increment("attestgate_ratelimit_mode_switches_total{mode=\"\(mode.rawValue)\"}")
+        }
+        self.upstreams = UpstreamPool(loop: loop)
+        let snapshots = shared.snapshots
+        self.revocations = RevocationWatcher(url: snapshot.gateway.redis.url, eventBase: loop.rawBase,
+                                             channel: GatewayEvents.channel, timeout: snapshot.gateway.redis.timeout,
+                                             logger: shared.logger) {
+            snapshots.snapshot.longestTokenLifetime
         }
         let timeouts = snapshot.gateway.server.timeouts
         var configuration = HTTPServerConfiguration()
@@ -60,6 +77,8 @@ final class Worker {
     func shutdown(grace: Duration) {
         let group = ShutdownGroup(count: 2) { [self] in
             redis.close()
+            revocations.close()
+            upstreams.closeIdleConnections()
             loop.stop()
         }
         publicServer?.shutdown(grace: grace) { group.done() }

@@ -1,0 +1,76 @@
+import AGFormats
+import AGRedis
+
+/// What one worker knows about revoked devices, kept current from Redis.
+///
+/// How a revocation reaches proxied calls within a second on every instance, while the hot
+/// path stays one dictionary lookup:
+/// - The admin revoke sets `rev` = 1 and publishes `{"type":"revoke","appId","keyId"}` on
+///   `ag:events` in one script. Each worker holds its own subscription on its own loop and
+///   records the device here; every proxied request checks this set, cached token or not.
+///   One subscriber per worker (not one per instance shared under a lock) keeps the request
+///   path free of locks, at the price of one extra Redis connection per worker.
+/// - Pub/Sub has no backlog, so a token seen for the first time on this worker is checked
+///   once against Redis (`HGET … rev`: one round trip per new token, none for cached ones).
+/// - Messages published while the subscription was down are lost: every (re)connect bumps
+///   `epoch`, and a cached token checked under an older epoch is checked against Redis again
+///   on its next use.
+/// - When Redis cannot answer that check the request goes through (proxied traffic fails
+///   open, like its rate limit) and the token stays unchecked, so the next use asks again.
+///
+/// Entries are dropped once every token of the device that predates the revocation has
+/// expired (`retention`). Loop thread only.
+final class RevocationWatcher {
+    private var revoked: [String: ContinuousClock.Instant] = [:]
+    /// Increases whenever the subscription (re)connects; see the type's comment.
+    private(set) var epoch = 0
+    private var subscriber: RedisSubscriber?
+
+    /// Subscribes to `channel` on `eventBase`; `retention` gives the current longest token
+    /// lifetime plus leeway, read when entries are pruned.
+    init(url: RedisURL, eventBase: OpaquePointer, channel: String, timeout: Duration, logger: Logger,
+         retention: @escaping () -> Duration) {
+        let subscriber = RedisSubscriber(url: url, eventBase: eventBase, channels: [channel], timeout: timeout) {
+            [weak self] message in
+            guard let self, let event = Self.revocation(in: message.payload) else { return }
+            self.prune(olderThan: retention())
+            self.markRevoked(appID: event.appID, keyID: event.keyID)
+            logger.debug("revocation received", [("tenant", .string(event.appID))])
+        }
+        subscriber.onStateChange = { [weak self] state in
+            if state == .connected { self?.epoch += 1 }
+        }
+        self.subscriber = subscriber
+    }
+
+    /// Whether the device `keyID` of `appID` is known to be revoked.
+    func isRevoked(appID: String, keyID: String) -> Bool {
+        !revoked.isEmpty && revoked[Self.key(appID, keyID)] != nil
+    }
+
+    func markRevoked(appID: String, keyID: String) {
+        revoked[Self.key(appID, keyID)] = .now
+    }
+
+    /// Unsubscribes; must run on the loop before its `event_base` goes away.
+    func close() {
+        subscriber?.close()
+        subscriber = nil
+    }
+
+    private func prune(olderThan retention: Duration) {
+        let cutoff = ContinuousClock.now - retention
+        revoked = revoked.filter { $0.value > cutoff }
+    }
+
+    private static func key(_ appID: String, _ keyID: String) -> String {
+        appID + " " + keyID
+    }
+
+    /// The device a `revoke` event names; other event types are not this watcher's business.
+    static func revocation(in payload: [UInt8]) -> (appID: String, keyID: String)? {
+        guard case .object(let event)? = try? JSONValue(parsing: payload), event["type"]?.stringValue == "revoke",
+              let appID = event["appId"]?.stringValue, let keyID = event["keyId"]?.stringValue else { return nil }
+        return (appID, keyID)
+    }
+}

@@ -1,0 +1,286 @@
+import AGCrypto
+import AGFormats
+import AGTestSupport
+import Foundation
+import Testing
+
+/// The reverse proxy end to end: real gateway, real Redis, real upstream, real sockets.
+@Suite("reverse proxy")
+struct ProxyEndToEndTests {
+    @Test func verifiedClaimsArriveAsHeadersAndSpoofedOnesNever() throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        let (token, device) = try fixture.deviceToken()
+        let response = try fixture.gateway.send("GET", "/api/items?limit=5&q=a%20b",
+                                                headers: fixture.tenantHeaders + spoofedHeaders + [("Authorization", "Bearer \(token)")])
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.text == #"{"ok":true}"#)
+        let record = try #require(fixture.upstream.records.last)
+        #expect(record.method == "GET")
+        #expect(record.target == "/base/api/items?limit=5&q=a%20b")
+        #expect(!record.carriesForgedValue, "\(record.headers)")
+        #expect(record.headerValues("X-Attest-Key-Id") == [device.keyID])
+        #expect(record.headerValues("X-Attest-Team-Id") == [fixture.teamID])
+        #expect(record.headerValues("X-Attest-Bundle-Id") == [fixture.bundleID])
+        #expect(record.headerValues("X-Attest-Subject-Id") == [])
+        #expect(record.headerValues("X-Plan") == ["gold"])
+        let payloadSegment = token.split(separator: ".")[1]
+        #expect(record.headerValues("X-Attest-Claims") == [String(payloadSegment)])
+        let payload = try #require(Base64.decodeURL(record.header("X-Attest-Claims") ?? ""))
+        let claims = try #require(try JSONValue(parsing: payload).objectValue)
+        #expect(claims["sub"]?.stringValue == device.keyID)
+        #expect(claims["custom_claims"]?["plan"]?.stringValue == "gold")
+        #expect(record.header("Authorization") == nil, "the token is not forwarded by default")
+        #expect(record.headerValues("X-Forwarded-For") == ["127.0.0.1"])
+        #expect(record.headerValues("X-Forwarded-Proto") == ["http"])
+        #expect(record.headerValues("X-Forwarded-Host") == ["127.0.0.1"])
+        #expect(record.headerValues("X-Request-ID") == [try #require(response.header("X-Request-ID"))])
+        #expect(record.headerValues("Host") == ["127.0.0.1:\(fixture.upstream.port)"])
+
+        // Without tenant headers the token names the tenant.
+        let byToken = try fixture.get("/api/by-token", token: token, headers: spoofedHeaders)
+        #expect(byToken.status == 200, "\(byToken.text)")
+        let second = try #require(fixture.upstream.records.last)
+        #expect(second.target == "/base/api/by-token")
+        #expect(!second.carriesForgedValue)
+        #expect(second.headerValues("X-Attest-Key-Id") == [device.keyID])
+        #expect(!fixture.gateway.accessLogText().contains(token.prefix(40)))
+        #expect(!fixture.gateway.logText().contains(token.prefix(40)))
+    }
+
+    @Test func anonymousRoutesForwardWithoutAnyClaimHeader() throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        let token = try fixture.sign(fixture.claims())
+        for headers in [fixture.tenantHeaders + spoofedHeaders, fixture.tenantHeaders + spoofedHeaders + [("Authorization", "Bearer \(token)")]] {
+            let response = try fixture.gateway.send("POST", "/public/feedback", headers: headers, body: Array("hello".utf8))
+            #expect(response.status == 200, "\(response.text)")
+            let record = try #require(fixture.upstream.records.last)
+            #expect(record.method == "POST")
+            #expect(record.body == Array("hello".utf8))
+            #expect(!record.headerNames.contains { $0.hasPrefix("x-attest") || $0.hasPrefix("x_attest") || $0 == "x-plan" || $0 == "x_plan" },
+                    "\(record.headers)")
+            #expect(record.header("Authorization") == nil)
+        }
+    }
+
+    @Test func refusedRequestsNeverReachTheUpstream() throws {
+        let other = TestGateway.randomTeamID()
+        let fixture = try ProxyFixture(otherTenants: ["other.yaml": ProxyFixture.tenantYAML(teamID: other, upstreamPort: 9)])
+        defer { fixture.stop() }
+        var otherClaims = fixture.claims()
+        otherClaims["team_id"] = .string(other)
+        otherClaims["aud"] = .string("\(other).com.example.app")
+        let cases: [(String, [(String, String)], Int, String)] = [
+            ("no token", fixture.tenantHeaders, 401, "token_missing"),
+            ("garbage", fixture.tenantHeaders + [("Authorization", "Bearer garbage")], 401, "token_invalid"),
+            ("other tenant", fixture.tenantHeaders + [("Authorization", "Bearer \(try fixture.sign(otherClaims))")], 403, "token_tenant_mismatch"),
+            ("no route", fixture.tenantHeaders, 404, "not_found"),
+            ("unknown tenant", [("X-Team-ID", "NOPE000000"), ("X-Bundle-ID", "com.example.app")], 404, "not_found"),
+            ("dot segments", fixture.tenantHeaders, 400, "bad_request"),
+        ]
+        let targets = ["no route": "/elsewhere", "dot segments": "/public/../api/x"]
+        for (name, headers, status, code) in cases {
+            let response = try fixture.gateway.send("GET", targets[name] ?? "/api/x", headers: headers + spoofedHeaders)
+            #expect(response.status == status, "\(name): \(response.text)")
+            #expect(response.code == code, "\(name)")
+            #expect(response.header("X-Request-ID") != nil)
+        }
+        #expect(fixture.upstream.records.isEmpty)
+        let missing = try fixture.get("/api/x")
+        #expect(missing.header("WWW-Authenticate") == "Bearer")
+        #expect(try fixture.get("/nothing", headers: []).code == "not_found", "no tenant headers and no token")
+    }
+
+    @Test func everyTokenFailureHasItsStatusAndCode() throws {
+        let fixture = try ProxyFixture(keys: [("test-es256", "ES256", true), ("test-rs256", "RS256", false)])
+        defer { fixture.stop() }
+        let now = Int64(Date().timeIntervalSince1970)
+        func with(_ changes: [String: JSONValue]) -> [String: JSONValue] {
+            var claims = fixture.claims(now: now)
+            for (key, value) in changes { claims[key] = value }
+            return claims
+        }
+        let good = try fixture.sign(with([:]))
+        var flipped = Array(good.utf8)
+        flipped[flipped.count - 5] = flipped[flipped.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let parts = good.split(separator: ".")
+        let algNone = Base64.encodeURL(Array(#"{"alg":"none","kid":"test-es256","typ":"JWT"}"#.utf8)) + "." + parts[1] + ".AA"
+        let cases: [(String, String, Int, String)] = [
+            ("valid ES256", good, 200, ""),
+            ("valid RS256", try fixture.sign(with([:]), kid: "test-rs256"), 200, ""),
+            ("garbage", "not-a-token", 401, "token_invalid"),
+            ("bad signature", String(decoding: flipped, as: UTF8.self), 401, "token_invalid"),
+            ("alg none", algNone, 401, "token_invalid"),
+            ("unknown kid", try fixture.sign(with([:]), headerKID: "nobody"), 401, "token_invalid"),
+            ("RS256 under the ES256 kid", try fixture.sign(with([:]), kid: "test-rs256", headerKID: "test-es256"), 401, "token_invalid"),
+            ("expired within leeway", try fixture.sign(with(["exp": .integer(now - 10)])), 200, ""),
+            ("expired beyond leeway", try fixture.sign(with(["exp": .integer(now - 120)])), 401, "token_expired"),
+            ("nbf in the future", try fixture.sign(with(["nbf": .integer(now + 600)])), 401, "token_invalid"),
+            ("wrong aud", try fixture.sign(with(["aud": "someone-else"])), 401, "token_invalid"),
+            ("wrong iss", try fixture.sign(with(["iss": "https://evil.test"])), 401, "token_invalid"),
+            ("no exp", try fixture.sign(with([:]).filter { $0.key != "exp" }), 401, "token_invalid"),
+            ("other bundle", try fixture.sign(with(["bundle_id": "com.example.other"])), 403, "token_tenant_mismatch"),
+        ]
+        for (name, token, status, code) in cases {
+            let response = try fixture.get("/api/check", token: token)
+            #expect(response.status == status, "\(name): \(response.text)")
+            if !code.isEmpty { #expect(response.code == code, "\(name)") }
+        }
+        #expect(fixture.upstream.records.count == 3)
+    }
+
+    @Test func aCustomTokenHeaderAndForwardedAuthorization() throws {
+        let fixture = try ProxyFixture(tenantExtra: """
+            token:
+              header: X-App-Token
+            """)
+        defer { fixture.stop() }
+        let token = try fixture.sign(fixture.claims())
+        for value in [token, "Bearer \(token)"] {
+            let response = try fixture.gateway.send("GET", "/api/x", headers: fixture.tenantHeaders + [("X-App-Token", value), ("Authorization", "Basic dTpw")])
+            #expect(response.status == 200, "\(response.text)")
+            let record = try #require(fixture.upstream.records.last)
+            #expect(record.header("X-App-Token") == nil)
+            #expect(record.header("Authorization") == "Basic dTpw")
+        }
+        #expect(try fixture.get("/api/x", token: token).code == "token_missing", "Authorization is not this tenant's token header")
+
+        let forwarding = try ProxyFixture(tenantExtra: """
+              forward_authorization: true
+            """)
+        defer { forwarding.stop() }
+        let forwardedToken = try forwarding.sign(forwarding.claims())
+        #expect(try forwarding.get("/api/x", token: forwardedToken).status == 200)
+        #expect(forwarding.upstream.records.last?.header("Authorization") == "Bearer \(forwardedToken)")
+    }
+
+    @Test func upstreamAnswersPassThroughUnchanged() throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        fixture.upstream.reply { _ in
+            UpstreamReply(status: 418, headers: [("Content-Type", "text/teapot"), ("X-Custom", "short and stout"), ("Set-Cookie", "a=1"),
+                                                 ("Set-Cookie", "b=2"), ("Keep-Alive", "timeout=5"), ("Connection", "keep-alive, X-Hop"),
+                                                 ("X-Hop", "secret")],
+                          body: Array("I'm a teapot".utf8))
+        }
+        let response = try fixture.get("/public/tea")
+        #expect(response.status == 418)
+        #expect(response.text == "I'm a teapot")
+        #expect(response.header("Content-Type") == "text/teapot")
+        #expect(response.header("X-Custom") == "short and stout")
+        #expect(response.headerValues("Set-Cookie") == ["a=1", "b=2"])
+        #expect(response.header("Keep-Alive") == nil)
+        #expect(response.header("X-Hop") == nil)
+        #expect(response.header("X-Request-ID") != nil)
+    }
+
+    @Test func upstreamFailures() throws {
+        let fixture = try ProxyFixture(gatewayYAML: """
+            server:
+              listen: "127.0.0.1:0"
+              workers: 1
+              max_proxy_body_bytes: 1KiB
+              timeouts:
+                upstream_response: 300ms
+            """)
+        defer { fixture.stop() }
+        fixture.upstream.reply { _ in UpstreamReply(delay: 1.5) }
+        let slow = try fixture.get("/public/slow")
+        #expect(slow.status == 504)
+        #expect(slow.code == "upstream_timeout")
+
+        fixture.upstream.reply { _ in UpstreamReply(body: Array(repeating: UInt8(ascii: "x"), count: 4000), ending: .closeMidBody) }
+        let client = try HTTPTestClient(port: fixture.gateway.port)
+        #expect(throws: HTTPTestClientError.self, "the client's connection is cut") {
+            try client.request("GET", "/public/cut", headers: fixture.tenantHeaders)
+        }
+
+        fixture.upstream.reply { _ in UpstreamReply(ending: .closeWithoutAnswer) }
+        let reset = try fixture.get("/public/reset")
+        #expect(reset.status == 502)
+        #expect(reset.code == "upstream_unavailable")
+
+        let before = fixture.upstream.records.count
+        let large = try fixture.gateway.send("POST", "/public/upload", headers: fixture.tenantHeaders, body: Array(repeating: 1, count: 2048))
+        #expect(large.status == 413)
+        #expect(large.code == "payload_too_large")
+        #expect(fixture.upstream.records.count == before)
+        #expect(try fixture.metric("attestgate_upstream_errors_total") >= 3)
+        #expect(fixture.gateway.accessLogText().contains("\"upstreamMs\""))
+    }
+
+    @Test func aDeadUpstreamIsBadGateway() throws {
+        let dead = try RecordingUpstream()
+        dead.stop()
+        let fixture = try ProxyFixture(upstream: dead)
+        defer { fixture.stop() }
+        let response = try fixture.get("/public/x")
+        #expect(response.status == 502)
+        #expect(response.code == "upstream_unavailable")
+    }
+
+    @Test func connectionsToTheUpstreamAreReused() throws {
+        let fixture = try ProxyFixture(workers: 1)
+        defer { fixture.stop() }
+        let token = try fixture.sign(fixture.claims())
+        let client = try HTTPTestClient(port: fixture.gateway.port)
+        for index in 0..<30 {
+            let response = try client.request("GET", "/api/item/\(index)", headers: fixture.tenantHeaders + [("Authorization", "Bearer \(token)")])
+            #expect(response.status == 200)
+        }
+        for index in 0..<10 { #expect(try fixture.get("/public/\(index)").status == 200) }
+        #expect(fixture.upstream.records.count == 40)
+        #expect(fixture.upstream.connectionCount <= 2, "\(fixture.upstream.connectionCount) upstream connections for 40 requests")
+    }
+
+    @Test func aRepeatedTokenIsNotVerifiedAgain() throws {
+        let fixture = try ProxyFixture(workers: 1)
+        defer { fixture.stop() }
+        let token = try fixture.sign(fixture.claims())
+        for _ in 0..<5 { #expect(try fixture.get("/api/x", token: token).status == 200) }
+        #expect(try fixture.metric("attestgate_token_cache_misses_total") == 1)
+        #expect(try fixture.metric("attestgate_token_cache_hits_total") == 4)
+        // A reload starts a new cache: the key set may have changed.
+        #expect(try fixture.gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(try fixture.get("/api/x", token: token).status == 200)
+        #expect(try fixture.metric("attestgate_token_cache_misses_total") == 2)
+    }
+
+    @Test func aRevokedDeviceIsRefusedOnEveryInstanceWithinOneSecond() throws {
+        let first = try ProxyFixture()
+        defer { first.stop() }
+        let second = try ProxyFixture(teamID: first.teamID, upstream: first.upstream)
+        defer { second.gateway.stop() }
+        // Both instances verify with the same key, as a real deployment would.
+        try FileManager.default.removeItem(atPath: second.gateway.directory + "/keys/test-es256.pem")
+        try FileManager.default.copyItem(atPath: first.gateway.directory + "/keys/test-es256.pem",
+                                         toPath: second.gateway.directory + "/keys/test-es256.pem")
+        #expect(try second.gateway.admin("POST", "/admin/v1/reload").status == 200)
+
+        let (token, device) = try first.deviceToken()
+        for instance in [first, second] {
+            for _ in 0..<3 { #expect(try instance.get("/api/x", token: token).status == 200, "cached on every worker") }
+        }
+        let revoke = try first.gateway.admin("POST", "/admin/v1/tenants/\(first.appID)/keys/\(device.keyIDForPath)/revoke")
+        #expect(revoke.status == 200)
+        for instance in [first, second] {
+            let refused = eventually(1) {
+                (0..<4).allSatisfy { _ in (try? instance.get("/api/x", token: token))?.code == "forbidden" }
+            }
+            #expect(refused, "instance on port \(instance.gateway.port) still serves the revoked device")
+        }
+        let response = try second.get("/api/x", token: token)
+        #expect(response.status == 403)
+        #expect(response.code == "forbidden")
+
+        // A third instance that never saw the message learns it from Redis on first sight.
+        let third = try ProxyFixture(teamID: first.teamID, upstream: first.upstream)
+        defer { third.gateway.stop() }
+        try FileManager.default.removeItem(atPath: third.gateway.directory + "/keys/test-es256.pem")
+        try FileManager.default.copyItem(atPath: first.gateway.directory + "/keys/test-es256.pem",
+                                         toPath: third.gateway.directory + "/keys/test-es256.pem")
+        #expect(try third.gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(try third.get("/api/x", token: token).code == "forbidden")
+    }
+}
