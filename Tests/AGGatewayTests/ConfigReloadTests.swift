@@ -67,23 +67,18 @@ import Testing
         }
     }
 
-    @Test func thousandTenantsLoadWellUnderASecond() throws {
+    /// Correctness at scale only; the reload time is measured by scripts/bench, not asserted here.
+    @Test func thousandTenantsLoadAndReload() throws {
         let fixture = try ConfigFixture()
         for index in 0..<1_000 {
             try fixture.write("conf/tenants/t\(String(index + 10_000)).yaml", Self.tenantFile(index))
         }
-        let clock = ContinuousClock()
-        var loaded: LoadedConfig?
-        let fullLoad = try clock.measure { loaded = try ConfigLoader.load(path: fixture.gatewayPath) }
-        let config = try #require(loaded)
-        var reloaded: TenantDirectory?
-        let reload = try clock.measure { reloaded = try ConfigLoader.loadTenants(for: config.gateway) }
+        let config = try ConfigLoader.load(path: fixture.gatewayPath)
+        let reloaded = try ConfigLoader.loadTenants(for: config.gateway)
         #expect(config.tenants.all.count == 1_001)
-        #expect(reloaded?.all.count == 1_001)
+        #expect(reloaded.all.count == 1_001)
         #expect(config.tenants.all.first?.name == "example")
         #expect(config.tenants.all.last?.name == "t10999")
         #expect(config.tenants.tenant(appID: "ABCDE12345.com.example.app777")?.upstream?.port == 9_077)
-        #expect(fullLoad < .milliseconds(500), "full load took \(fullLoad)")
-        #expect(reload < .milliseconds(500), "reload took \(reload)")
     }
 }

@@ -151,12 +151,13 @@ struct ProxyHandler {
 
     // MARK: 3. Admission
 
-    /// Authentication passed (or the route needs none). This is the single call site for the
-    /// tenant `api` rate-limit bucket (DESIGN section 7): check it here, answer 429 on refusal,
-    /// put the `X-RateLimit-*` headers into `context.extraHeaders` (they are copied onto the
-    /// proxied response too), and call `forward` when the request may go on.
+    /// Authentication passed (or the route needs none): the tenant `api` bucket decides, with
+    /// `rate_limits.on_store_error` while Redis is down. Its `X-RateLimit-*` headers are copied
+    /// onto the proxied response too.
     func admit(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, token: VerifiedToken?) {
-        forward(context, tenant: tenant, proxy: proxy, token: token)
+        context.rateLimit(.api, tenant: tenant) {
+            self.forward(context, tenant: tenant, proxy: proxy, token: token)
+        }
     }
 
     // MARK: 4. Forwarding
