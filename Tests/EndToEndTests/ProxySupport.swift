@@ -15,8 +15,8 @@ final class ProxyFixture: @unchecked Sendable {
     var appID: String { "\(teamID).\(bundleID)" }
     var tenantHeaders: [(String, String)] { [("X-Team-ID", teamID), ("X-Bundle-ID", bundleID)] }
 
-    static func tenantYAML(teamID: String, upstreamPort: Int, extra: String = "") -> String {
-        TestGateway.tenantYAML(teamID: teamID, extra: """
+    static func tenantYAML(teamID: String, upstreamPort: Int, tier: String = "test", extra: String = "") -> String {
+        TestGateway.tenantYAML(teamID: teamID, tier: tier, extra: """
             upstream: http://127.0.0.1:\(upstreamPort)/base
             custom_claims:
               plan: gold
@@ -36,14 +36,15 @@ final class ProxyFixture: @unchecked Sendable {
             """)
     }
 
-    init(teamID: String = TestGateway.randomTeamID(), upstream: RecordingUpstream? = nil, tenantExtra: String = "",
+    init(teamID: String = TestGateway.randomTeamID(), redisURL: String = TestGateway.sharedRedisURL,
+         upstream: RecordingUpstream? = nil, tenantExtra: String = "", tier: String = "test",
          otherTenants: [String: String] = [:], gatewayYAML: String = "", workers: Int = 2,
          keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)]) throws {
         self.teamID = teamID
         self.upstream = try upstream ?? RecordingUpstream()
         var tenants = otherTenants
-        tenants["proxy.yaml"] = Self.tenantYAML(teamID: teamID, upstreamPort: self.upstream.port, extra: tenantExtra)
-        gateway = try TestGateway(tenants: tenants, gatewayYAML: gatewayYAML, workers: workers, keys: keys)
+        tenants["proxy.yaml"] = Self.tenantYAML(teamID: teamID, upstreamPort: self.upstream.port, tier: tier, extra: tenantExtra)
+        gateway = try TestGateway(redisURL: redisURL, tenants: tenants, gatewayYAML: gatewayYAML, workers: workers, keys: keys)
     }
 
     func stop() {
