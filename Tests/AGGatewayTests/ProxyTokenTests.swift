@@ -117,8 +117,9 @@ import Testing
     }
 
     @Test func revocationEvents() {
-        #expect(RevocationWatcher.revocation(in: Array(#"{"type":"revoke","appId":"A.b","keyId":"k+/="}"#.utf8))! == ("A.b", "k+/="))
-        #expect(RevocationWatcher.revocation(in: Array(#"{"type":"tier","appId":"A.b"}"#.utf8)) == nil)
-        #expect(RevocationWatcher.revocation(in: Array("not json".utf8)) == nil)
+        #expect(RevocationWatcher.deviceEvent(in: Array(#"{"type":"revoke","appId":"A.b","keyId":"k+/="}"#.utf8))! == ("A.b", "k+/=", true))
+        #expect(RevocationWatcher.deviceEvent(in: Array(#"{"type":"restore","appId":"A.b","keyId":"k"}"#.utf8))! == ("A.b", "k", false))
+        #expect(RevocationWatcher.deviceEvent(in: Array(#"{"type":"tier","appId":"A.b"}"#.utf8)) == nil)
+        #expect(RevocationWatcher.deviceEvent(in: Array("not json".utf8)) == nil)
     }
 }

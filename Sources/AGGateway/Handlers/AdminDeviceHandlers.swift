@@ -62,7 +62,12 @@ enum AdminDeviceHandlers {
             let now = String(Int64(Date().timeIntervalSince1970 * 1000))
             let key = DeviceStore.deviceKey(tenant, keyID)
             let pk = Base64.encode(publicKey.x963Representation)
-            context.worker.redis.send(["HSET", key, "pk", pk, "ctr", String(counter), "rev", "0", "env", environment, "created", now]) { result in
+            var event = JSONObjectWriter()
+            event.add("type", "restore")
+            event.add("appId", tenant.appID)
+            event.add("keyId", keyID)
+            context.worker.redis.evalScript(AdminScripts.importKey, keys: [key],
+                                            args: [pk, String(counter), environment, now, GatewayEvents.channel, event.finished()]) { result in
                 if case .failure(let error) = result { return context.storeFailed(error) }
                 context.worker.shared.logger.info("device key imported", [("tenant", .string(tenant.appID)), ("keyId", .string(keyID))])
                 var json = JSONObjectWriter()

@@ -32,10 +32,14 @@ final class RevocationWatcher {
          retention: @escaping () -> Duration) {
         let subscriber = RedisSubscriber(url: url, eventBase: eventBase, channels: [channel], timeout: timeout) {
             [weak self] message in
-            guard let self, let event = Self.revocation(in: message.payload) else { return }
+            guard let self, let event = Self.deviceEvent(in: message.payload) else { return }
             self.prune(olderThan: retention())
-            self.markRevoked(appID: event.appID, keyID: event.keyID)
-            logger.debug("revocation received", [("tenant", .string(event.appID))])
+            if event.revoked {
+                self.markRevoked(appID: event.appID, keyID: event.keyID)
+            } else {
+                self.revoked[Self.key(event.appID, event.keyID)] = nil
+            }
+            logger.debug(event.revoked ? "revocation received" : "device key restored", [("tenant", .string(event.appID))])
         }
         subscriber.onStateChange = { [weak self] state in
             if state == .connected { self?.epoch += 1 }
@@ -67,10 +71,12 @@ final class RevocationWatcher {
         appID + " " + keyID
     }
 
-    /// The device a `revoke` event names; other event types are not this watcher's business.
-    static func revocation(in payload: [UInt8]) -> (appID: String, keyID: String)? {
-        guard case .object(let event)? = try? JSONValue(parsing: payload), event["type"]?.stringValue == "revoke",
+    /// The device a `revoke` event (or a `restore` event: the key was imported again) names;
+    /// other event types are not this watcher's business.
+    static func deviceEvent(in payload: [UInt8]) -> (appID: String, keyID: String, revoked: Bool)? {
+        guard case .object(let event)? = try? JSONValue(parsing: payload), let type = event["type"]?.stringValue,
+              type == "revoke" || type == "restore",
               let appID = event["appId"]?.stringValue, let keyID = event["keyId"]?.stringValue else { return nil }
-        return (appID, keyID)
+        return (appID, keyID, type == "revoke")
     }
 }

@@ -12,6 +12,17 @@ enum AdminScripts {
         """)
 }
 
+extension AdminScripts {
+    /// Stores an imported device key (not revoked) and announces it, so instances that had the
+    /// device in their revoked set forget it. KEYS[1] device hash; ARGV pk, counter, env, created
+    /// ms, channel, event.
+    static let importKey = RedisScript("""
+        redis.call('HSET', KEYS[1], 'pk', ARGV[1], 'ctr', ARGV[2], 'rev', '0', 'env', ARGV[3], 'created', ARGV[4])
+        redis.call('PUBLISH', ARGV[5], ARGV[6])
+        return 1
+        """)
+}
+
 /// Runtime changes announced between gateway instances.
 enum GatewayEvents {
     static let channel = "ag:events"
