@@ -28,14 +28,7 @@ final class TierTestInstance: Sendable {
                         _ body: (TierTestInstance) async throws -> R) async throws -> R {
         try await TestEventLoop.with { loop in
             let instance = await TierTestInstance(loop: loop, url: url, sync: sync, pollInterval: pollInterval)
-            do {
-                let result = try await body(instance)
-                await instance.close()
-                return result
-            } catch {
-                await instance.close()
-                throw error
-            }
+            return try await withCleanup { try await body(instance) } cleanup: { await instance.close() }
         }
     }
 

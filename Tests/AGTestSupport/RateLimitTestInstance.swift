@@ -33,14 +33,7 @@ public final class RateLimitTestInstance: Sendable {
         defer { if logger.fileDescriptor >= 0 { Glibc.close(logger.fileDescriptor) } }
         return try await TestEventLoop.with { loop in
             let instance = await RateLimitTestInstance(loop: loop, url: url, localBuckets: localBuckets, logger: logger)
-            do {
-                let result = try await body(instance)
-                await instance.close()
-                return result
-            } catch {
-                await instance.close()
-                throw error
-            }
+            return try await withCleanup { try await body(instance) } cleanup: { await instance.close() }
         }
     }
 
