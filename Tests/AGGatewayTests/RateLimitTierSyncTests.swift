@@ -8,11 +8,10 @@ import Testing
 /// One simulated instance for tier tests: a loop, a command connection, a `TierStore`, and
 /// optionally a `TierSync` keeping the store current.
 final class TierTestInstance: Sendable {
-    let testLoop = RateLimitTestLoop(name: "tier-test-loop")
+    let loop: TestEventLoop
     let store = TierStore()
     let reloadCounter = ReloadCounter()
-    private let parts: LoopConfined<Parts>
-    private let closed = Atomic(false)
+    private let parts: LoopBound<Parts>
 
     final class Parts {
         let redis: RedisClient
@@ -23,50 +22,60 @@ final class TierTestInstance: Sendable {
         }
     }
 
-    init(redisURL: String, sync: Bool, pollInterval: Duration? = nil) async throws {
-        let url = try RedisURL(parsing: redisURL)
-        let (testLoop, store, reloads) = (self.testLoop, self.store, self.reloadCounter)
-        parts = await testLoop.sync {
-            let parts = Parts(redis: RedisClient(url: url, eventBase: testLoop.loop.rawBase, timeout: .milliseconds(250)))
+    /// Runs `body` with a fresh instance on its own loop; closes its connections and stops the
+    /// loop afterwards, even if `body` throws or returns early.
+    static func with<R>(_ url: RedisURL, sync: Bool, pollInterval: Duration? = nil,
+                        _ body: (TierTestInstance) async throws -> R) async throws -> R {
+        try await TestEventLoop.with { loop in
+            let instance = await TierTestInstance(loop: loop, url: url, sync: sync, pollInterval: pollInterval)
+            return try await withCleanup { try await body(instance) } cleanup: { await instance.close() }
+        }
+    }
+
+    private init(loop: TestEventLoop, url: RedisURL, sync: Bool, pollInterval: Duration?) async {
+        self.loop = loop
+        let (store, reloads) = (self.store, self.reloadCounter)
+        parts = await loop.make { [loop] base in
+            let parts = Parts(redis: RedisClient(url: url, eventBase: base, timeout: .milliseconds(250)))
             if sync {
-                let tierSync = TierSync(loop: testLoop.loop, redisURL: url, store: store,
+                let tierSync = TierSync(loop: loop.loop, redisURL: url, store: store,
                                         logger: Logger(level: .error, fileDescriptor: 2),
                                         timeout: .milliseconds(250), pollInterval: pollInterval)
                 tierSync.onReload = { reloads.count.add(1, ordering: .relaxed) }
                 parts.sync = tierSync
             }
-            return LoopConfined(parts)
+            return parts
         }
     }
 
     func setTenantTier(_ appID: String, _ tier: String, fileTiers: [String: RateTier] = RateTier.builtIn) async -> Result<Void, TierChangeError> {
         let (parts, store) = (self.parts, self.store)
-        return await testLoop.run { done in
-            store.setTenantTier(appID: appID, tier: tier, fileTiers: fileTiers, redis: parts.value.redis, completion: done)
+        return await loop.await { _, done in
+            store.setTenantTier(appID: appID, tier: tier, fileTiers: fileTiers, redis: parts.value.redis) { done($0) }
         }
     }
 
     func clearTenantTier(_ appID: String) async -> Result<Bool, TierChangeError> {
         let (parts, store) = (self.parts, self.store)
-        return await testLoop.run { done in store.clearTenantTier(appID: appID, redis: parts.value.redis, completion: done) }
+        return await loop.await { _, done in store.clearTenantTier(appID: appID, redis: parts.value.redis) { done($0) } }
     }
 
     func setTier(_ name: String, _ numbers: TierNumbers, fileTiers: [String: RateTier] = RateTier.builtIn) async -> Result<RateTier, TierChangeError> {
         let (parts, store) = (self.parts, self.store)
-        return await testLoop.run { done in
-            store.setTier(name: name, numbers: numbers, fileTiers: fileTiers, redis: parts.value.redis, completion: done)
+        return await loop.await { _, done in
+            store.setTier(name: name, numbers: numbers, fileTiers: fileTiers, redis: parts.value.redis) { done($0) }
         }
     }
 
     func load() async -> Result<[String], RedisError> {
         let (parts, store) = (self.parts, self.store)
-        return await testLoop.run { done in store.load(from: parts.value.redis, completion: done) }
+        return await loop.await { _, done in store.load(from: parts.value.redis) { done($0) } }
     }
 
     /// Several raw commands sent back to back on this instance's connection.
     func send(_ commands: [[String]]) async -> [Result<RedisValue, RedisError>] {
         let parts = self.parts
-        return await testLoop.run { done in
+        return await loop.await { _, done in
             var results: [Result<RedisValue, RedisError>] = []
             for command in commands {
                 parts.value.redis.send(command) { result in
@@ -89,21 +98,13 @@ final class TierTestInstance: Sendable {
         let count = Atomic(0)
     }
 
-    func close() {
-        guard !closed.exchange(true, ordering: .relaxed) else { return }
+    /// Closes the sync and the connection on the loop, before `with` stops the loop.
+    private func close() async {
         let parts = self.parts
-        let finished = DispatchSemaphore(value: 0)
-        testLoop.loop.execute {
+        await loop.submit { _ in
             parts.value.sync?.close()
             parts.value.redis.close()
-            finished.signal()
         }
-        finished.wait()
-        testLoop.stop()
-    }
-
-    deinit {
-        close()
     }
 }
 
@@ -122,161 +123,168 @@ struct RateLimitTierSyncTests {
     static let app = "ABCDE12345.com.example.app"
 
     @Test func adminChangesReachAnotherInstanceWithinASecond() async throws {
-        let redis = try RateLimitTestRedis()
-        let admin = try await TierTestInstance(redisURL: redis.url, sync: false)
-        let other = try await TierTestInstance(redisURL: redis.url, sync: true, pollInterval: nil)
-        try await other.waitForFirstReload()
-        let fileTiers = RateTier.builtIn
-        func otherTier() -> RateTier { other.store.effectiveTier(appID: Self.app, fileTier: "free", fileTiers: fileTiers) }
+        try await RedisServer.withPrivate { redis in
+            try await TierTestInstance.with(redis.url, sync: false) { admin in
+                try await TierTestInstance.with(redis.url, sync: true, pollInterval: nil) { other in
+                    try await other.waitForFirstReload()
+                    let fileTiers = RateTier.builtIn
+                    func otherTier() -> RateTier { other.store.effectiveTier(appID: Self.app, fileTier: "free", fileTiers: fileTiers) }
 
-        try await admin.setTenantTier(Self.app, "pro").get()
-        #expect(admin.store.effectiveTier(appID: Self.app, fileTier: "free", fileTiers: fileTiers).name == "pro")
-        #expect(await waitUntil { otherTier().name == "pro" })
+                    try await admin.setTenantTier(Self.app, "pro").get()
+                    #expect(admin.store.effectiveTier(appID: Self.app, fileTier: "free", fileTiers: fileTiers).name == "pro")
+                    #expect(await waitUntil { otherTier().name == "pro" })
 
-        let pro = try await admin.setTier("pro", TierNumbers(api: 12_345)).get()
-        #expect(pro == RateTier(name: "pro", attest: 500, challenge: 1_000, api: 12_345, madLimit: .limited(25_000)))
-        #expect(await waitUntil { otherTier() == pro })
+                    let pro = try await admin.setTier("pro", TierNumbers(api: 12_345)).get()
+                    #expect(pro == RateTier(name: "pro", attest: 500, challenge: 1_000, api: 12_345, madLimit: .limited(25_000)))
+                    #expect(await waitUntil { otherTier() == pro })
 
-        #expect(try await admin.clearTenantTier(Self.app).get())
-        #expect(await waitUntil { otherTier() == RateTier.builtIn["free"] })
-        #expect(try await admin.clearTenantTier(Self.app).get() == false)
+                    #expect(try await admin.clearTenantTier(Self.app).get())
+                    #expect(await waitUntil { otherTier() == RateTier.builtIn["free"] })
+                    #expect(try await admin.clearTenantTier(Self.app).get() == false)
 
-        let stored = await admin.send([["HGETALL", TierStore.tierNumbersKey], ["HGETALL", TierStore.tenantTiersKey]])
-        #expect(try stored[0].get().hashFields == ["pro": #"{"api":12345}"#])
-        #expect(try stored[1].get().hashFields == [:])
-        admin.close()
-        other.close()
+                    let stored = await admin.send([["HGETALL", TierStore.tierNumbersKey], ["HGETALL", TierStore.tenantTiersKey]])
+                    #expect(try stored[0].get().hashFields == ["pro": #"{"api":12345}"#])
+                    #expect(try stored[1].get().hashFields == [:])
+                }
+            }
+        }
     }
 
     @Test func changesArePublishedOnTheEventsChannel() async throws {
-        let redis = try RateLimitTestRedis()
-        let admin = try await TierTestInstance(redisURL: redis.url, sync: false)
-        let listener = RateLimitTestLoop(name: "events-listener")
-        let received = Mutex<[String]>([])
-        let url = try RedisURL(parsing: redis.url)
-        let subscriber = await listener.sync {
-            LoopConfined(RedisSubscriber(url: url, eventBase: listener.loop.rawBase, channels: [TierStore.eventsChannel]) { message in
-                received.withLock { $0.append(message.string) }
-            })
+        try await RedisServer.withPrivate { redis in
+            try await TierTestInstance.with(redis.url, sync: false) { admin in
+                try await TestEventLoop.with { listener in
+                    let received = Mutex<[String]>([])
+                    let subscriber = await listener.make { base in
+                        RedisSubscriber(url: redis.url, eventBase: base, channels: [TierStore.eventsChannel]) { message in
+                            received.withLock { $0.append(message.string) }
+                        }
+                    }
+                    #expect(await waitUntil { await listener.submit { _ in subscriber.value.isSubscribed } })
+                    try await admin.setTenantTier(Self.app, "business").get()
+                    _ = try await admin.setTier("business", TierNumbers(attest: 2_500)).get()
+                    _ = try await admin.clearTenantTier(Self.app).get()
+                    #expect(await waitUntil { received.withLock { $0.count } == 3 })
+                    #expect(received.withLock { $0 } == [
+                        TierStore.Event.tenantTier(appID: Self.app, tier: "business").json,
+                        TierStore.Event.tierNumbers(name: "business", numbers: TierNumbers(attest: 2_500)).json,
+                        TierStore.Event.tenantTier(appID: Self.app, tier: nil).json,
+                    ])
+                    await listener.submit { _ in subscriber.value.close() }
+                }
+            }
         }
-        #expect(await waitUntil { await listener.sync { subscriber.value.isSubscribed } })
-        try await admin.setTenantTier(Self.app, "business").get()
-        _ = try await admin.setTier("business", TierNumbers(attest: 2_500)).get()
-        _ = try await admin.clearTenantTier(Self.app).get()
-        #expect(await waitUntil { received.withLock { $0.count } == 3 })
-        #expect(received.withLock { $0 } == [
-            TierStore.Event.tenantTier(appID: Self.app, tier: "business").json,
-            TierStore.Event.tierNumbers(name: "business", numbers: TierNumbers(attest: 2_500)).json,
-            TierStore.Event.tenantTier(appID: Self.app, tier: nil).json,
-        ])
-        await listener.sync { subscriber.value.close() }
-        listener.stop()
-        admin.close()
     }
 
     @Test func refusedChangesWriteNothing() async throws {
-        let redis = try RateLimitTestRedis()
-        let admin = try await TierTestInstance(redisURL: redis.url, sync: false)
-        #expect(await admin.setTenantTier(Self.app, "platinum").failureValue == .unknownTier("platinum"))
-        #expect(await admin.setTenantTier(Self.app, "Pro").failureValue == .invalidTierName("Pro"))
-        #expect(await admin.setTier("no such", TierNumbers(api: 1)).failureValue == .invalidTierName("no such"))
-        guard case .failure(.invalidNumbers(let reason)) = await admin.setTier("trial", TierNumbers(api: 100)) else {
-            Issue.record("an incomplete new tier was accepted")
-            return
-        }
-        #expect(reason.contains("attest, challenge, mad_limit"))
-        let stored = await admin.send([["EXISTS", TierStore.tenantTiersKey, TierStore.tierNumbersKey]])
-        #expect(try stored[0].get() == .integer(0))
-        #expect(admin.store.overrides == TierStore.Overrides())
+        try await RedisServer.withPrivate { redis in
+            try await TierTestInstance.with(redis.url, sync: false) { admin in
+                #expect(await admin.setTenantTier(Self.app, "platinum").failureValue == .unknownTier("platinum"))
+                #expect(await admin.setTenantTier(Self.app, "Pro").failureValue == .invalidTierName("Pro"))
+                #expect(await admin.setTier("no such", TierNumbers(api: 1)).failureValue == .invalidTierName("no such"))
+                guard case .failure(.invalidNumbers(let reason)) = await admin.setTier("trial", TierNumbers(api: 100)) else {
+                    Issue.record("an incomplete new tier was accepted")
+                    return
+                }
+                #expect(reason.contains("attest, challenge, mad_limit"))
+                let stored = await admin.send([["EXISTS", TierStore.tenantTiersKey, TierStore.tierNumbersKey]])
+                #expect(try stored[0].get() == .integer(0))
+                #expect(admin.store.overrides == TierStore.Overrides())
 
-        redis.stop()
-        try #require(await waitUntil { await admin.send([["PING"]])[0].isFailure })
-        guard case .failure(.store) = await admin.setTenantTier(Self.app, "pro") else {
-            Issue.record("a change with Redis down did not fail with .store")
-            return
+                redis.kill()
+                try #require(await waitUntil { await admin.send([["PING"]])[0].isFailure })
+                guard case .failure(.store) = await admin.setTenantTier(Self.app, "pro") else {
+                    Issue.record("a change with Redis down did not fail with .store")
+                    return
+                }
+                #expect(admin.store.tenantTierOverride(appID: Self.app) == nil)
+            }
         }
-        #expect(admin.store.tenantTierOverride(appID: Self.app) == nil)
-        admin.close()
     }
 
     @Test func aTierAnotherInstanceJustCreatedCanBeAssigned() async throws {
-        let redis = try RateLimitTestRedis()
-        let creator = try await TierTestInstance(redisURL: redis.url, sync: false)
-        let assigner = try await TierTestInstance(redisURL: redis.url, sync: false)
-        let trial = TierNumbers(attest: 5, challenge: 10, api: 100, madLimit: .limited(50))
-        _ = try await creator.setTier("trial", trial).get()
-        // The assigner has not heard of `trial`; the script finds it in Redis.
-        #expect(!assigner.store.tierExists("trial", fileTiers: RateTier.builtIn))
-        try await assigner.setTenantTier(Self.app, "trial").get()
-        _ = try await assigner.load().get()
-        #expect(assigner.store.effectiveTier(appID: Self.app, fileTier: "free", fileTiers: RateTier.builtIn)
-            == RateTier(name: "trial", attest: 5, challenge: 10, api: 100, madLimit: .limited(50)))
-        creator.close()
-        assigner.close()
+        try await RedisServer.withPrivate { redis in
+            try await TierTestInstance.with(redis.url, sync: false) { creator in
+                try await TierTestInstance.with(redis.url, sync: false) { assigner in
+                    let trial = TierNumbers(attest: 5, challenge: 10, api: 100, madLimit: .limited(50))
+                    _ = try await creator.setTier("trial", trial).get()
+                    // The assigner has not heard of `trial`; the script finds it in Redis.
+                    #expect(!assigner.store.tierExists("trial", fileTiers: RateTier.builtIn))
+                    try await assigner.setTenantTier(Self.app, "trial").get()
+                    _ = try await assigner.load().get()
+                    #expect(assigner.store.effectiveTier(appID: Self.app, fileTier: "free", fileTiers: RateTier.builtIn)
+                        == RateTier(name: "trial", attest: 5, challenge: 10, api: 100, madLimit: .limited(50)))
+                }
+            }
+        }
     }
 
     @Test func pollingPicksUpUnannouncedWrites() async throws {
-        let redis = try RateLimitTestRedis()
-        let writer = try await TierTestInstance(redisURL: redis.url, sync: false)
-        let reader = try await TierTestInstance(redisURL: redis.url, sync: true, pollInterval: .milliseconds(500))
-        try await reader.waitForFirstReload()
-        _ = try await writer.send([["HSET", TierStore.tenantTiersKey, Self.app, "enterprise"]])[0].get()
-        #expect(await waitUntil { reader.store.tenantTierOverride(appID: Self.app) == "enterprise" })
-        writer.close()
-        reader.close()
+        try await RedisServer.withPrivate { redis in
+            try await TierTestInstance.with(redis.url, sync: false) { writer in
+                try await TierTestInstance.with(redis.url, sync: true, pollInterval: .milliseconds(500)) { reader in
+                    try await reader.waitForFirstReload()
+                    _ = try await writer.send([["HSET", TierStore.tenantTiersKey, Self.app, "enterprise"]])[0].get()
+                    #expect(await waitUntil { reader.store.tenantTierOverride(appID: Self.app) == "enterprise" })
+                }
+            }
+        }
     }
 
     @Test func aChangeMissedWhileUnsubscribedIsReadOnResubscribe() async throws {
-        let redis = try RateLimitTestRedis()
-        let writer = try await TierTestInstance(redisURL: redis.url, sync: false)
-        let reader = try await TierTestInstance(redisURL: redis.url, sync: true, pollInterval: nil)
-        try await reader.waitForFirstReload()
-        let before = reader.reloads
-        // Drop the reader's subscription and write, unannounced, before it can resubscribe.
-        let results = await writer.send([
-            ["CLIENT", "KILL", "TYPE", "pubsub"],
-            ["HSET", TierStore.tenantTiersKey, Self.app, "business"],
-        ])
-        #expect(try results[0].get() == .integer(1))
-        #expect(await waitUntil { reader.store.tenantTierOverride(appID: Self.app) == "business" })
-        #expect(reader.reloads > before)
-        writer.close()
-        reader.close()
+        try await RedisServer.withPrivate { redis in
+            try await TierTestInstance.with(redis.url, sync: false) { writer in
+                try await TierTestInstance.with(redis.url, sync: true, pollInterval: nil) { reader in
+                    try await reader.waitForFirstReload()
+                    let before = reader.reloads
+                    // Drop the reader's subscription and write, unannounced, before it can resubscribe.
+                    let results = await writer.send([
+                        ["CLIENT", "KILL", "TYPE", "pubsub"],
+                        ["HSET", TierStore.tenantTiersKey, Self.app, "business"],
+                    ])
+                    #expect(try results[0].get() == .integer(1))
+                    #expect(await waitUntil { reader.store.tenantTierOverride(appID: Self.app) == "business" })
+                    #expect(reader.reloads > before)
+                }
+            }
+        }
     }
 
     @Test func overridesSurviveARestart() async throws {
-        let redis = try RateLimitTestRedis()
-        let first = try await TierTestInstance(redisURL: redis.url, sync: false)
-        try await first.setTenantTier(Self.app, "business").get()
-        _ = try await first.setTier("business", TierNumbers(api: 55_555, madLimit: .unlimited)).get()
-        let expected = first.store.overrides
-        first.close()
+        try await RedisServer.withPrivate { redis in
+            let expected = try await TierTestInstance.with(redis.url, sync: false) { first in
+                try await first.setTenantTier(Self.app, "business").get()
+                _ = try await first.setTier("business", TierNumbers(api: 55_555, madLimit: .unlimited)).get()
+                return first.store.overrides
+            }
 
-        let restarted = try await TierTestInstance(redisURL: redis.url, sync: false)
-        #expect(try await restarted.load().get() == [])
-        #expect(restarted.store.overrides == expected)
-        #expect(restarted.store.effectiveTier(appID: Self.app, fileTier: "free", fileTiers: RateTier.builtIn)
-            == RateTier(name: "business", attest: 2_000, challenge: 4_000, api: 55_555, madLimit: .unlimited))
+            try await TierTestInstance.with(redis.url, sync: false) { restarted in
+                #expect(try await restarted.load().get() == [])
+                #expect(restarted.store.overrides == expected)
+                #expect(restarted.store.effectiveTier(appID: Self.app, fileTier: "free", fileTiers: RateTier.builtIn)
+                    == RateTier(name: "business", attest: 2_000, challenge: 4_000, api: 55_555, madLimit: .unlimited))
 
-        let synced = try await TierTestInstance(redisURL: redis.url, sync: true, pollInterval: nil)
-        try await synced.waitForFirstReload()
-        #expect(synced.store.overrides == expected)
-        restarted.close()
-        synced.close()
+                try await TierTestInstance.with(redis.url, sync: true, pollInterval: nil) { synced in
+                    try await synced.waitForFirstReload()
+                    #expect(synced.store.overrides == expected)
+                }
+            }
+        }
     }
 
     @Test func invalidStoredEntriesAreIgnoredOnLoad() async throws {
-        let redis = try RateLimitTestRedis()
-        let instance = try await TierTestInstance(redisURL: redis.url, sync: false)
-        _ = await instance.send([
-            ["HSET", TierStore.tierNumbersKey, "gold", #"{"api":0}"#, "silver", #"{"api":700}"#, "Bad Name", #"{"api":1}"#],
-            ["HSET", TierStore.tenantTiersKey, Self.app, "silver", "OTHER12345.com.example.app", "NOT VALID"],
-        ])
-        let ignored = try await instance.load().get()
-        #expect(ignored.count == 3)
-        #expect(instance.store.overrides == TierStore.Overrides(tenantTiers: [Self.app: "silver"],
-                                                                tierNumbers: ["silver": TierNumbers(api: 700)]))
-        instance.close()
+        try await RedisServer.withPrivate { redis in
+            try await TierTestInstance.with(redis.url, sync: false) { instance in
+                _ = await instance.send([
+                    ["HSET", TierStore.tierNumbersKey, "gold", #"{"api":0}"#, "silver", #"{"api":700}"#, "Bad Name", #"{"api":1}"#],
+                    ["HSET", TierStore.tenantTiersKey, Self.app, "silver", "OTHER12345.com.example.app", "NOT VALID"],
+                ])
+                let ignored = try await instance.load().get()
+                #expect(ignored.count == 3)
+                #expect(instance.store.overrides == TierStore.Overrides(tenantTiers: [Self.app: "silver"],
+                                                                        tierNumbers: ["silver": TierNumbers(api: 700)]))
+            }
+        }
     }
 }
 

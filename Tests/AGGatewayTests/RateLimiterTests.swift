@@ -22,86 +22,88 @@ struct RateLimiterTests {
     }
 
     @Test func fallbackPoliciesWhileRedisIsDownAndBackAfterwards() async throws {
-        let redis = try RateLimitTestRedis()
         let logPath = Self.temporaryLogPath()
         defer { try? FileManager.default.removeItem(atPath: logPath) }
-        let instance = try await RateLimitTestInstance(redisURL: redis.url, logPath: logPath)
-        let check = Self.apiCheck(limit: 3)
-        guard case .allowed(let first?) = await instance.check([check], fallback: .local) else {
-            Issue.record("first check with Redis up was not allowed with a decision")
-            return
-        }
-        #expect(first.decision.remaining == 2)
-        #expect(await instance.mode == .redis)
+        try await RedisServer.withPrivate { redis in
+            try await RateLimitTestInstance.with(redis.url, logPath: logPath) { instance in
+                let check = Self.apiCheck(limit: 3)
+                guard case .allowed(let first?) = await instance.check([check], fallback: .local) else {
+                    Issue.record("first check with Redis up was not allowed with a decision")
+                    return
+                }
+                #expect(first.decision.remaining == 2)
+                #expect(await instance.mode == .redis)
 
-        redis.stop()
-        var disconnected = false
-        for _ in 0..<100 where !disconnected {
-            disconnected = await !instance.isConnected
-            if !disconnected { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(disconnected)
+                redis.kill()
+                var disconnected = false
+                for _ in 0..<100 where !disconnected {
+                    disconnected = await !instance.isConnected
+                    if !disconnected { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(disconnected)
 
-        // `local`: this instance's own bucket enforces the limit, starting full.
-        let local = await instance.burst(4, [check], fallback: .local)
-        #expect(local.prefix(3).allSatisfy { if case .allowed(_?) = $0 { true } else { false } })
-        #expect(local.prefix(3).map { Dictionary(uniqueKeysWithValues: $0.headers)["X-RateLimit-Remaining"] } == ["2", "1", "0"])
-        guard case .limited(let refused) = local[3] else {
-            Issue.record("fourth local check was \(local[3])")
-            return
-        }
-        #expect(refused.decision.retryAfter == 20)
-        #expect(Dictionary(uniqueKeysWithValues: local[3].headers)["Retry-After"] == "20")
+                // `local`: this instance's own bucket enforces the limit, starting full.
+                let local = await instance.burst(4, [check], fallback: .local)
+                #expect(local.prefix(3).allSatisfy { if case .allowed(_?) = $0 { true } else { false } })
+                #expect(local.prefix(3).map { Dictionary(uniqueKeysWithValues: $0.headers)["X-RateLimit-Remaining"] } == ["2", "1", "0"])
+                guard case .limited(let refused) = local[3] else {
+                    Issue.record("fourth local check was \(local[3])")
+                    return
+                }
+                #expect(refused.decision.retryAfter == 20)
+                #expect(Dictionary(uniqueKeysWithValues: local[3].headers)["Retry-After"] == "20")
 
-        // `allow` lets everything through with no headers; `deny` and `failClosed` refuse.
-        let allowed = await instance.check([check], fallback: .allow)
-        #expect(allowed == .allowed(nil))
-        #expect(allowed.headers.isEmpty)
-        #expect(await instance.check([check], fallback: .deny) == .storeUnavailable)
-        #expect(await instance.check([check], fallback: .failClosed) == .storeUnavailable)
-        #expect(RateLimitOutcome.storeUnavailable.headers.isEmpty)
-        #expect(await instance.mode == .fallback)
-        #expect(await instance.modeChanges == [.fallback])
-        #expect(Self.lines(in: logPath, containing: "rate limiter lost redis") == 1)
+                // `allow` lets everything through with no headers; `deny` and `failClosed` refuse.
+                let allowed = await instance.check([check], fallback: .allow)
+                #expect(allowed == .allowed(nil))
+                #expect(allowed.headers.isEmpty)
+                #expect(await instance.check([check], fallback: .deny) == .storeUnavailable)
+                #expect(await instance.check([check], fallback: .failClosed) == .storeUnavailable)
+                #expect(RateLimitOutcome.storeUnavailable.headers.isEmpty)
+                #expect(await instance.mode == .fallback)
+                #expect(await instance.modeChanges == [.fallback])
+                #expect(Self.lines(in: logPath, containing: "rate limiter lost redis") == 1)
 
-        // Back on Redis (an empty one: the bucket starts full again) as soon as it answers.
-        try redis.start()
-        var back: RateLimitOutcome?
-        for _ in 0..<100 {
-            let outcome = await instance.check([check], fallback: .failClosed)
-            if outcome != .storeUnavailable {
-                back = outcome
-                break
+                // Back on Redis (an empty one: the bucket starts full again) as soon as it answers.
+                try await redis.restart()
+                var back: RateLimitOutcome?
+                for _ in 0..<100 {
+                    let outcome = await instance.check([check], fallback: .failClosed)
+                    if outcome != .storeUnavailable {
+                        back = outcome
+                        break
+                    }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                guard case .allowed(let fromRedis?) = back else {
+                    Issue.record("no Redis decision after restart: \(String(describing: back))")
+                    return
+                }
+                #expect(fromRedis.decision.remaining == 2)
+                #expect(await instance.mode == .redis)
+                #expect(await instance.modeChanges == [.fallback, .redis])
+                #expect(Self.lines(in: logPath, containing: "rate limiter lost redis") == 1)
+                #expect(Self.lines(in: logPath, containing: "rate limiter back on redis") == 1)
             }
-            try await Task.sleep(for: .milliseconds(20))
         }
-        guard case .allowed(let fromRedis?) = back else {
-            Issue.record("no Redis decision after restart: \(String(describing: back))")
-            return
-        }
-        #expect(fromRedis.decision.remaining == 2)
-        #expect(await instance.mode == .redis)
-        #expect(await instance.modeChanges == [.fallback, .redis])
-        #expect(Self.lines(in: logPath, containing: "rate limiter lost redis") == 1)
-        #expect(Self.lines(in: logPath, containing: "rate limiter back on redis") == 1)
-        instance.close()
     }
 
     @Test func localBucketsAreSharedByTheWorkersOfAnInstance() async throws {
-        let redis = try RateLimitTestRedis()
+        // A port where nothing listens: the server is gone before either instance connects.
+        let redis = try await RedisServer.start()
         redis.stop()
         let shared = LocalBuckets()
-        let a = try await RateLimitTestInstance(redisURL: redis.url, localBuckets: shared)
-        let b = try await RateLimitTestInstance(redisURL: redis.url, localBuckets: shared)
-        let check = Self.apiCheck(limit: 10)
-        async let fromA = a.burst(10, [check], fallback: .local)
-        async let fromB = b.burst(10, [check], fallback: .local)
-        let outcomes = await fromA + fromB
-        let allowed = outcomes.filter { if case .allowed = $0 { true } else { false } }.count
-        #expect((10...11).contains(allowed))
-        #expect(shared.count == 1)
-        a.close()
-        b.close()
+        try await RateLimitTestInstance.with(redis.url, localBuckets: shared) { a in
+            try await RateLimitTestInstance.with(redis.url, localBuckets: shared) { b in
+                let check = Self.apiCheck(limit: 10)
+                async let fromA = a.burst(10, [check], fallback: .local)
+                async let fromB = b.burst(10, [check], fallback: .local)
+                let outcomes = await fromA + fromB
+                let allowed = outcomes.filter { if case .allowed = $0 { true } else { false } }.count
+                #expect((10...11).contains(allowed))
+                #expect(shared.count == 1)
+            }
+        }
     }
 
     @Test func localBucketsUseTheInjectedClockAndTakeAllOrNothing() {

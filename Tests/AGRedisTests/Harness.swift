@@ -21,14 +21,7 @@ struct ClientHarness: Sendable {
                 return client
             }
             let harness = ClientHarness(loop: loop, client: client, states: states)
-            do {
-                let result = try await body(harness)
-                await harness.close()
-                return result
-            } catch {
-                await harness.close()
-                throw error
-            }
+            return try await withCleanup { try await body(harness) } cleanup: { await harness.close() }
         }
     }
 

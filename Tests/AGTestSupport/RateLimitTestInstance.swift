@@ -4,14 +4,12 @@ import Glibc
 import AGGateway
 import AGRedis
 import Foundation
-import Synchronization
 
 /// One simulated gateway instance for rate-limit tests: its own event loop, Redis client and
 /// `RateLimiter`, driven from async test code.
 public final class RateLimitTestInstance: Sendable {
-    public let testLoop: RateLimitTestLoop
-    private let parts: LoopConfined<Parts>
-    private let closed = Atomic(false)
+    public let loop: TestEventLoop
+    private let parts: LoopBound<Parts>
 
     final class Parts {
         let redis: RedisClient
@@ -24,32 +22,42 @@ public final class RateLimitTestInstance: Sendable {
         }
     }
 
+    /// Runs `body` with a fresh instance on its own loop; closes the connection and stops the
+    /// loop afterwards, even if `body` throws or returns early.
     /// - Parameter logPath: where the limiter logs (JSON lines); nowhere when nil.
-    public init(redisURL: String, localBuckets: LocalBuckets = LocalBuckets(), logPath: String? = nil) async throws {
-        let url = try RedisURL(parsing: redisURL)
-        let testLoop = RateLimitTestLoop()
-        self.testLoop = testLoop
-        let fd = open(logPath ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        let logger = Logger(level: .debug, format: .json, fileDescriptor: fd)
-        parts = await testLoop.sync {
-            let redis = RedisClient(url: url, eventBase: testLoop.loop.rawBase, timeout: .milliseconds(250),
+    public static func with<R>(_ url: RedisURL, localBuckets: LocalBuckets = LocalBuckets(), logPath: String? = nil,
+                               _ body: (RateLimitTestInstance) async throws -> R) async throws -> R {
+        let logger = Logger(level: .debug, format: .json,
+                            fileDescriptor: open(logPath ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644))
+        // Closed only once the loop has stopped, so no late log line can land in a reused descriptor.
+        defer { if logger.fileDescriptor >= 0 { Glibc.close(logger.fileDescriptor) } }
+        return try await TestEventLoop.with { loop in
+            let instance = await RateLimitTestInstance(loop: loop, url: url, localBuckets: localBuckets, logger: logger)
+            return try await withCleanup { try await body(instance) } cleanup: { await instance.close() }
+        }
+    }
+
+    private init(loop: TestEventLoop, url: RedisURL, localBuckets: LocalBuckets, logger: Logger) async {
+        self.loop = loop
+        parts = await loop.make { base in
+            let redis = RedisClient(url: url, eventBase: base, timeout: .milliseconds(250),
                                     reconnectPolicy: RedisReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100)))
             let parts = Parts(redis: redis, limiter: RateLimiter(redis: redis, localBuckets: localBuckets, logger: logger))
             parts.limiter.onModeChange = { [unowned parts] mode in parts.modeChanges.append(mode) }
-            return LoopConfined(parts)
+            return parts
         }
     }
 
     /// One rate-limit decision.
     public func check(_ checks: [BucketCheck], fallback: RateLimitFallback = .failClosed) async -> RateLimitOutcome {
         let parts = self.parts
-        return await testLoop.run { done in parts.value.limiter.check(checks, fallback: fallback, completion: done) }
+        return await loop.await { _, done in parts.value.limiter.check(checks, fallback: fallback) { done($0) } }
     }
 
     /// `count` decisions sent back to back (pipelined on the one connection), in order.
     public func burst(_ count: Int, _ checks: [BucketCheck], fallback: RateLimitFallback = .failClosed) async -> [RateLimitOutcome] {
         let parts = self.parts
-        return await testLoop.run { done in
+        return await loop.await { _, done in
             var outcomes = [RateLimitOutcome?](repeating: nil, count: count)
             var left = count
             for index in 0..<count {
@@ -65,20 +73,20 @@ public final class RateLimitTestInstance: Sendable {
     /// A raw command on this instance's connection.
     public func send(_ arguments: [String]) async -> Result<RedisValue, RedisError> {
         let parts = self.parts
-        return await testLoop.run { done in parts.value.redis.send(arguments, completion: done) }
+        return await loop.await { _, done in parts.value.redis.send(arguments) { done($0) } }
     }
 
     public var isConnected: Bool {
         get async {
             let parts = self.parts
-            return await testLoop.sync { parts.value.redis.isConnected }
+            return await loop.submit { _ in parts.value.redis.isConnected }
         }
     }
 
     public var mode: RateLimiter.Mode {
         get async {
             let parts = self.parts
-            return await testLoop.sync { parts.value.limiter.mode }
+            return await loop.submit { _ in parts.value.limiter.mode }
         }
     }
 
@@ -86,25 +94,13 @@ public final class RateLimitTestInstance: Sendable {
     public var modeChanges: [RateLimiter.Mode] {
         get async {
             let parts = self.parts
-            return await testLoop.sync { parts.value.modeChanges }
+            return await loop.submit { _ in parts.value.modeChanges }
         }
     }
 
-    /// Closes the connection on its loop, then stops the loop. Also runs on deinit, so a test
-    /// that ends early never frees a client off its thread.
-    public func close() {
-        guard !closed.exchange(true, ordering: .relaxed) else { return }
+    /// Closes the connection on its loop, before `with` stops the loop.
+    private func close() async {
         let parts = self.parts
-        let finished = DispatchSemaphore(value: 0)
-        testLoop.loop.execute {
-            parts.value.redis.close()
-            finished.signal()
-        }
-        finished.wait()
-        testLoop.stop()
-    }
-
-    deinit {
-        close()
+        await loop.submit { _ in parts.value.redis.close() }
     }
 }

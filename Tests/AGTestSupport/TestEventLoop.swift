@@ -34,14 +34,7 @@ public final class TestEventLoop: Sendable {
     /// Runs `body` with a fresh loop and stops the loop afterwards, even if `body` throws.
     public static func with<R>(_ body: (TestEventLoop) async throws -> R) async rethrows -> R {
         let testLoop = TestEventLoop()
-        do {
-            let result = try await body(testLoop)
-            await testLoop.shutdown()
-            return result
-        } catch {
-            await testLoop.shutdown()
-            throw error
-        }
+        return try await withCleanup { try await body(testLoop) } cleanup: { await testLoop.shutdown() }
     }
 
     /// True on the loop's thread.
@@ -100,4 +93,17 @@ public struct LoopBound<Value>: @unchecked Sendable {
         precondition(loop.inLoopThread, "LoopBound value used off its loop thread")
         return wrapped
     }
+}
+
+/// Runs `body`, then `cleanup`, whether `body` returned or threw: for scoped test resources.
+public func withCleanup<R>(_ body: () async throws -> R, cleanup: () async -> Void) async rethrows -> R {
+    let result: R
+    do {
+        result = try await body()
+    } catch {
+        await cleanup()
+        throw error
+    }
+    await cleanup()
+    return result
 }
