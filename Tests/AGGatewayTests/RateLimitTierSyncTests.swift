@@ -236,6 +236,14 @@ struct RateLimitTierSyncTests {
             try await TierTestInstance.with(redis.url, sync: false) { writer in
                 try await TierTestInstance.with(redis.url, sync: true, pollInterval: nil) { reader in
                     try await reader.waitForFirstReload()
+                    // The first reload may come from the command connection: wait for the subscription.
+                    var subscribed = false
+                    for _ in 0..<250 where !subscribed {
+                        let reply = await writer.send([["PUBSUB", "NUMSUB", TierStore.eventsChannel]])
+                        subscribed = (try? reply[0].get().array?.last?.int) == 1
+                        if !subscribed { try await Task.sleep(for: .milliseconds(20)) }
+                    }
+                    try #require(subscribed)
                     let before = reader.reloads
                     // Drop the reader's subscription and write, unannounced, before it can resubscribe.
                     let results = await writer.send([

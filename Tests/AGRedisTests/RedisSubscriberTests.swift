@@ -9,8 +9,10 @@ import Testing
             try await TestEventLoop.with { loop in
                 let (messages, sink) = AsyncStream.makeStream(of: RedisMessage.self)
                 let subscriber = await loop.make { base in
+                    // A generous health-check timeout: a PING slowed by a loaded machine must not
+                    // reconnect the subscriber in the middle of this test.
                     RedisSubscriber(url: server.url, eventBase: base, channels: ["ag:events", "other", "ag:events"],
-                                    timeout: .milliseconds(500),
+                                    timeout: .seconds(3),
                                     reconnectPolicy: .init(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))) {
                         sink.yield($0)
                     }
