@@ -1,3 +1,4 @@
+import AGCrypto
 import AGTestSupport
 import Foundation
 import Testing
@@ -58,19 +59,32 @@ struct RateLimitEndToEndTests {
         #expect(refresh.code == "bad_request")
     }
 
+    /// A well-formed refresh for `challenge` from a made-up device.
+    func refreshBody(challenge: String) -> [UInt8] {
+        let hash = Data(SHA256.hash(Array(challenge.utf8))).base64EncodedString()
+        return Array(#"{"keyId":"\#(Data(repeating: 7, count: 32).base64EncodedString())","assertion":"AAAA","clientDataHash":"\#(hash)","challenge":"\#(challenge)"}"#.utf8)
+    }
+
     @Test func aRateLimitedRefreshChangesNoState() throws {
         let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, tier: "one")], gatewayYAML: """
             tiers:
               one: { attest: 1, challenge: 100, api: 100, mad_limit: 10 }
             """)
         defer { gateway.stop() }
-        let first = try gateway.send("POST", "/api/v1/attestation/refresh", headers: headers, body: Array("{}".utf8))
-        #expect(first.code == "bad_request", "takes the only attest token")
+        // Malformed: refused before Redis, takes no token, carries no rate-limit headers.
+        let malformed = try gateway.send("POST", "/api/v1/attestation/refresh", headers: headers, body: Array("{}".utf8))
+        #expect(malformed.code == "bad_request")
+        #expect(malformed.header("X-RateLimit-Limit") == nil)
+        // Well-formed: takes the only attest token (and then finds no such device).
+        let first = try gateway.send("POST", "/api/v1/attestation/refresh", headers: headers, body: refreshBody(challenge: "c0"))
+        #expect(first.code == "not_found")
+        #expect(first.header("X-RateLimit-Remaining") == "0")
         try gateway.putChallenge(appID: appID, challenge: "c1")
-        let limited = try gateway.send("POST", "/api/v1/attestation/refresh", headers: headers, body: Array("{}".utf8))
+        let limited = try gateway.send("POST", "/api/v1/attestation/refresh", headers: headers, body: refreshBody(challenge: "c1"))
         #expect(limited.status == 429)
         #expect(limited.code == "rate_limited")
         #expect(limited.header("X-RateLimit-Limit") == "1")
+        #expect(limited.header("Retry-After") == "60")
         #expect(try gateway.challengeState(appID: appID, challenge: "c1").hasPrefix("used:") == false)
     }
 

@@ -6,7 +6,8 @@ import Foundation
 
 /// `POST /api/v1/attestation/refresh`: a signed device assertion for a fresh JWT
 /// (`seeds/app-attest-refresh-endpoint.md`). Two Redis round trips: `prepare` before the
-/// signature check (device, quota, challenge), `commit` after it (counter compare-and-set).
+/// signature check (the tenant `attest` bucket, device, quota, challenge), `commit` after it
+/// (counter compare-and-set). A malformed request is refused before either, without a token.
 enum RefreshHandler {
     static func handle(_ context: RequestContext, tenant: Tenant) {
         let limit = context.snapshot.gateway.server.maxBodyBytes
@@ -37,16 +38,23 @@ enum RefreshHandler {
         let gateway = context.snapshot.gateway
         let tier = context.effectiveTier(tenant)
         let month = DeviceStore.month()
+        let bucket = RateLimitedRoute.refresh.checks(appID: tenant.appID, clientIP: context.clientIP, tier: tier,
+                                                     ipLimits: gateway.ipLimits)[0]
         worker.devices.prepare(tenant: tenant, keyID: request.keyID,
                                challengeKey: ChallengeStore.key(tenant: tenant, challenge: request.challenge),
                                month: month, challengeTTL: gateway.challenge.ttl, madLimit: tier.madLimit,
-                               grace: gateway.quotas.grace) { result in
-            switch result {
-            case .failure(let error):
-                context.storeFailed(error)
-            case .success(.refused(let error)):
+                               grace: gateway.quotas.grace, bucket: bucket) { result in
+            guard case .success(let (rateLimit, outcome)) = result else {
+                if case .failure(let error) = result { context.storeFailed(error) }
+                return
+            }
+            guard context.admit(rateLimit, tenant: tenant) else { return }
+            switch outcome {
+            case .rateLimited:
+                break
+            case .refused(let error):
                 context.fail(error)
-            case .success(.ready(let publicKey, let counter, let knownSubjectID)):
+            case .ready(let publicKey, let counter, let knownSubjectID):
                 verify(context, tenant: tenant, request: request, month: month, publicKey: publicKey,
                        counter: counter, knownSubjectID: knownSubjectID, tier: tier)
             }

@@ -28,33 +28,38 @@ enum RateLimitScript {
 
     static let script = RedisScript(source(clock: .redisTime))
 
+    /// Reads Redis `TIME` into `now` (Unix µs); shared with scripts that embed `takeFunction`.
+    static let redisTimePrelude = """
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+        """
+
     static func source(clock: Clock) -> String {
         let now = switch clock {
-        case .redisTime:
-            """
-            local t = redis.call('TIME')
-            local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-            """
-        case .argument:
-            "local now = tonumber(ARGV[#KEYS + 1])"
+        case .redisTime: redisTimePrelude
+        case .argument: "local now = tonumber(ARGV[#KEYS + 1])\n"
         }
-        return now + "\n" + body
+        return now + takeFunction + "return take_buckets(now, KEYS, ARGV)\n"
     }
 
-    /// Mirrors `TokenBucket.refill`, `consume` and `decision` step by step; the numbers stay
-    /// integers below 2^53, so Lua's doubles compute them exactly.
-    private static let body = """
+    /// Defines the Lua function `take_buckets(now, keys, limit_args)` returning the reply described
+    /// above, so another script (the refresh's `prepare`) can take a bucket in the same round
+    /// trip. Mirrors `TokenBucket.refill`, `consume` and `decision` step by step; the numbers
+    /// stay integers below 2^53, so Lua's doubles compute them exactly.
+    static let takeFunction = """
+        local function take_buckets(now, keys, limit_args)
         local COST = \(TokenBucket.unitsPerToken)
-        local n = #KEYS
+        local n = #keys
         local limits, units, stamps = {}, {}, {}
         local allowed = 1
         for i = 1, n do
-          local limit = tonumber(ARGV[i])
+          local limit = tonumber(limit_args[i])
           if not limit or limit < 1 or limit > \(TokenBucket.maximumLimitPerMinute) or limit % 1 ~= 0 then
-            return redis.error_reply('ERR rate limit ' .. tostring(ARGV[i]) .. ' out of range')
+            return redis.error_reply('ERR rate limit ' .. tostring(limit_args[i]) .. ' out of range')
           end
           local cap = limit * COST
-          local state = redis.call('HMGET', KEYS[i], 'tokens', 'ts')
+          local state = redis.call('HMGET', keys[i], 'tokens', 'ts')
           local u, ts = tonumber(state[1]), tonumber(state[2])
           if u == nil or ts == nil then
             u, ts = cap, now
@@ -77,8 +82,8 @@ enum RateLimitScript {
           if allowed == 1 then u = u - COST end
           local toFull = math.ceil((limit * COST - u) / limit)
           if allowed == 1 then
-            redis.call('HSET', KEYS[i], 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts))
-            redis.call('PEXPIRE', KEYS[i], math.ceil(toFull / 1000) + 1000)
+            redis.call('HSET', keys[i], 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts))
+            redis.call('PEXPIRE', keys[i], math.ceil(toFull / 1000) + 1000)
           end
           local retryAfter = 0
           if allowed == 0 and had == 0 then
@@ -90,6 +95,8 @@ enum RateLimitScript {
           reply[#reply + 1] = retryAfter
         end
         return reply
+        end
+
         """
 
     /// The per-bucket decisions in `checks` order, or nil when the reply has the wrong shape.

@@ -23,7 +23,7 @@ struct PublicRouter {
         case "/api/v1/attestation/refresh":
             context.route = "refresh"
             guard allow(context, "POST"), let tenant = context.resolveTenant() else { return }
-            context.rateLimit(.refresh, tenant: tenant) { RefreshHandler.handle(context, tenant: tenant) }
+            RefreshHandler.handle(context, tenant: tenant)
         case "/.well-known/jwks.json":
             context.route = "jwks"
             guard allow(context, "GET", "HEAD") else { return }

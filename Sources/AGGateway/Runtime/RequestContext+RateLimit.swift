@@ -23,21 +23,28 @@ extension RequestContext {
         let checks = route.checks(appID: tenant.appID, clientIP: clientIP, tier: effectiveTier(tenant),
                                   ipLimits: snapshot.gateway.ipLimits)
         worker.rateLimiter.check(checks, fallback: route.fallback(snapshot.gateway.rateLimits)) { [self] outcome in
-            for (name, value) in outcome.headers where name != "Retry-After" { extraHeaders.add(name, value) }
-            switch outcome {
-            case .allowed:
-                next()
-            case .limited(let bucket):
-                worker.metrics.increment("attestgate_rate_limited_total{tenant=\"\(tenant.appID)\",bucket=\"\(bucket.check.name)\"}")
-                var error = GatewayError(status: 429, code: "rate_limited",
-                                         message: "rate limit exceeded for the \(bucket.check.name) bucket")
-                error.headers = [("Retry-After", String(bucket.decision.retryAfter))]
-                error.extra = [("limit", bucket.decision.limit), ("retryAfter", bucket.decision.retryAfter)]
-                fail(error)
-            case .storeUnavailable:
-                storeFailed(RateLimitStoreError())
-            }
+            if admit(outcome, tenant: tenant) { next() }
         }
+    }
+
+    /// Applies a rate-limit outcome: adds its headers, answers 429 or 503 itself when the
+    /// request may not go on, and says whether it may.
+    func admit(_ outcome: RateLimitOutcome, tenant: Tenant) -> Bool {
+        for (name, value) in outcome.headers where name != "Retry-After" { extraHeaders.add(name, value) }
+        switch outcome {
+        case .allowed:
+            return true
+        case .limited(let bucket):
+            worker.metrics.increment("attestgate_rate_limited_total{tenant=\"\(tenant.appID)\",bucket=\"\(bucket.check.name)\"}")
+            var error = GatewayError(status: 429, code: "rate_limited",
+                                     message: "rate limit exceeded for the \(bucket.check.name) bucket")
+            error.headers = [("Retry-After", String(bucket.decision.retryAfter))]
+            error.extra = [("limit", bucket.decision.limit), ("retryAfter", bucket.decision.retryAfter)]
+            fail(error)
+        case .storeUnavailable:
+            storeFailed(RateLimitStoreError())
+        }
+        return false
     }
 }
 

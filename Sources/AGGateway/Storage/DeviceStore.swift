@@ -19,18 +19,21 @@ final class DeviceStore {
     static func graceKey(_ tenant: Tenant, _ month: String) -> String { tenant.keyPrefix + "grace:" + month }
     static func subjectKey(_ tenant: Tenant, _ subjectID: String) -> String { tenant.keyPrefix + "subj:" + subjectID }
 
-    /// Quota, device and challenge checks before the signature check. Only when everything
-    /// passes is the challenge spent; a refused request changes nothing (except starting the
-    /// tenant's grace period the first time it is seen over its limit).
+    /// The tenant `attest` bucket, then quota, device and challenge checks, before the signature
+    /// check, in one round trip. Only when everything passes is the challenge spent; a refused
+    /// request changes nothing (except starting the tenant's grace period the first time it is
+    /// seen over its limit), and a rate-limited one not even that.
     ///
-    /// KEYS: device, challenge, mad set, grace. ARGV: keyId, challenge ttl ms, mad limit (-1 =
-    /// unlimited), grace ms, mad/grace key ttl seconds.
-    static let prepareScript = RedisScript("""
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    /// KEYS: device, challenge, mad set, grace, attest bucket. ARGV: keyId, challenge ttl ms, mad
+    /// limit (-1 = unlimited), grace ms, mad/grace key ttl seconds, attest limit per minute.
+    /// Reply: `{bucket reply (see RateLimitScript), outcome}`.
+    static let prepareScript = RedisScript(RateLimitScript.redisTimePrelude + RateLimitScript.takeFunction + """
+        local bucket = take_buckets(now, {KEYS[5]}, {ARGV[6]})
+        if bucket[1] ~= 1 then return {bucket, {'rate_limited'}} end
+        now = math.floor(now / 1000)
         local dev = redis.call('HMGET', KEYS[1], 'pk', 'ctr', 'rev', 'subj')
-        if not dev[1] then return {'not_found'} end
-        if dev[3] == '1' then return {'forbidden'} end
+        if not dev[1] then return {bucket, {'not_found'}} end
+        if dev[3] == '1' then return {bucket, {'forbidden'}} end
         local limit = tonumber(ARGV[3])
         if limit >= 0 and redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 then
           local current = redis.call('SCARD', KEYS[3])
@@ -41,16 +44,16 @@ final class DeviceStore {
               started = now
             end
             if now - tonumber(started) > tonumber(ARGV[4]) then
-              return {'quota_exceeded', tostring(limit), tostring(current)}
+              return {bucket, {'quota_exceeded', tostring(limit), tostring(current)}}
             end
           end
         end
         local c = redis.call('GET', KEYS[2])
-        if not c then return {'challenge_invalid'} end
-        if string.sub(c, 1, 5) == 'used:' then return {'challenge_already_used'} end
-        if now - tonumber(c) > tonumber(ARGV[2]) then return {'challenge_expired'} end
+        if not c then return {bucket, {'challenge_invalid'}} end
+        if string.sub(c, 1, 5) == 'used:' then return {bucket, {'challenge_already_used'}} end
+        if now - tonumber(c) > tonumber(ARGV[2]) then return {bucket, {'challenge_expired'}} end
         redis.call('SET', KEYS[2], 'used:' .. now, 'KEEPTTL')
-        return {'ok', dev[1], dev[2] or '0', dev[4] or ''}
+        return {bucket, {'ok', dev[1], dev[2] or '0', dev[4] or ''}}
         """)
 
     /// After a valid signature: compare-and-set the counter, link the subject, count the device
@@ -87,30 +90,39 @@ final class DeviceStore {
     enum PrepareOutcome {
         case ready(publicKey: String, counter: UInt32, subjectID: String?)
         case refused(GatewayError)
+        case rateLimited
     }
 
+    /// Completes with the `attest` bucket's decision (for the headers) and the outcome.
     func prepare(tenant: Tenant, keyID: String, challengeKey: String, month: String, challengeTTL: Duration,
-                 madLimit: DeviceLimit, grace: Duration, completion: @escaping (Result<PrepareOutcome, RedisError>) -> Void) {
+                 madLimit: DeviceLimit, grace: Duration, bucket: BucketCheck,
+                 completion: @escaping (Result<(RateLimitOutcome, PrepareOutcome), RedisError>) -> Void) {
         let limit: Int
         switch madLimit {
         case .limited(let value): limit = value
         case .unlimited: limit = -1
         }
-        redis.evalScript(Self.prepareScript,
-                         keys: [Self.deviceKey(tenant, keyID), challengeKey, Self.madKey(tenant, month), Self.graceKey(tenant, month)],
-                         args: [keyID, String(challengeTTL.milliseconds), String(limit), String(grace.milliseconds), String(Self.monthKeyTTL)]) { result in
+        let keys = [Self.deviceKey(tenant, keyID), challengeKey, Self.madKey(tenant, month), Self.graceKey(tenant, month), bucket.key]
+        let args = [keyID, String(challengeTTL.milliseconds), String(limit), String(grace.milliseconds), String(Self.monthKeyTTL),
+                    String(bucket.limitPerMinute)]
+        redis.evalScript(Self.prepareScript, keys: keys, args: args) { result in
             completion(result.flatMap { value in
-                guard let parts = value.array?.map({ $0.string ?? "" }), let status = parts.first else {
+                guard let reply = value.array, reply.count == 2,
+                      let decided = RateLimitScript.decisions(from: reply[0], limits: [bucket.limitPerMinute]),
+                      let parts = reply[1].array?.map({ $0.string ?? "" }), let status = parts.first else {
                     return .failure(.server("unexpected reply from the prepare script"))
                 }
+                let rateLimit = RateLimitOutcome.combining([bucket], allowed: decided.allowed, decided.decisions)
                 switch status {
                 case "ok":
                     guard parts.count == 4, let counter = UInt32(parts[2]) else { return .failure(.server("corrupt device record")) }
-                    return .success(.ready(publicKey: parts[1], counter: counter, subjectID: parts[3].isEmpty ? nil : parts[3]))
+                    return .success((rateLimit, .ready(publicKey: parts[1], counter: counter, subjectID: parts[3].isEmpty ? nil : parts[3])))
+                case "rate_limited":
+                    return .success((rateLimit, .rateLimited))
                 case "quota_exceeded":
-                    return .success(.refused(.quotaExceeded(limit: Int(parts[1]) ?? limit, current: Int(parts[2]) ?? 0)))
+                    return .success((rateLimit, .refused(.quotaExceeded(limit: Int(parts[1]) ?? limit, current: Int(parts[2]) ?? 0))))
                 default:
-                    return .success(.refused(RefreshError.error(for: status)))
+                    return .success((rateLimit, .refused(RefreshError.error(for: status))))
                 }
             })
         }
