@@ -44,6 +44,7 @@ struct ProxyEndToEndTests {
         #expect(second.target == "/base/api/by-token")
         #expect(!second.carriesForgedValue)
         #expect(second.headerValues("X-Attest-Key-Id") == [device.keyID])
+        #expect(eventually { fixture.gateway.accessLogText().contains("/api/by-token") }, "the access log has been written")
         #expect(!fixture.gateway.accessLogText().contains(token.prefix(40)))
         #expect(!fixture.gateway.logText().contains(token.prefix(40)))
     }
@@ -207,7 +208,7 @@ struct ProxyEndToEndTests {
         #expect(large.code == "payload_too_large")
         #expect(fixture.upstream.records.count == before)
         #expect(try fixture.metric("attestgate_upstream_errors_total") >= 3)
-        #expect(fixture.gateway.accessLogText().contains("\"upstreamMs\""))
+        #expect(eventually { fixture.gateway.accessLogText().contains("\"upstreamMs\"") }, "access log lines are written in batches")
     }
 
     @Test func aDeadUpstreamIsBadGateway() throws {

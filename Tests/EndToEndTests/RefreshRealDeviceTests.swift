@@ -73,6 +73,8 @@ struct RefreshRealDeviceTests {
             #expect(try RedisCLI.run(gateway.redisURL, "HGET", "ag:{\(vector.appID)}:dev:\(vector.keyID)", "ctr") == String(vector.counter))
             #expect(try gateway.challengeState(appID: vector.appID, challenge: vector.challenge).hasPrefix("used:"))
         }
+        #expect(eventually { gateway.accessLogText().components(separatedBy: "\"route\":\"refresh\"").count - 1 == vectors.count },
+                "the access log has been written")
         #expect(!gateway.accessLogText().contains(vectors[0].assertion.prefix(40)))
         #expect(!gateway.logText().contains(vectors[0].assertion.prefix(40)))
     }

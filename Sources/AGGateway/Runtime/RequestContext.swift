@@ -21,7 +21,7 @@ final class RequestContext {
         self.request = request
         self.snapshot = snapshot
         self.worker = worker
-        self.requestID = RequestID.resolve(request.headers["X-Request-ID"])
+        self.requestID = RequestID.resolve(request.headers["X-Request-ID"], using: &worker.requestIDs)
     }
 
     /// Answers with a JSON body.
@@ -69,7 +69,7 @@ final class RequestContext {
         json.add("durationMs", (seconds * 1_000_000).rounded() / 1000)
         if let upstreamSeconds { json.add("upstreamMs", (upstreamSeconds * 1_000_000).rounded() / 1000) }
         json.add("client", request.remoteAddress)
-        worker.accessLog.writeLine(json.finished() + "\n")
+        worker.accessLog.append(json.finished())
     }
 }
 

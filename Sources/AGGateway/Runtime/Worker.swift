@@ -13,7 +13,9 @@ final class Worker {
     let loop: EventLoop
     let shared: GatewayShared
     let metrics: WorkerMetrics
-    let accessLog: Logger
+    let accessLog: AccessLogBuffer
+    /// New request ids (unique, not secret).
+    var requestIDs = RequestIDGenerator()
     let redis: RedisClient
     let challenges: ChallengeStore
     let devices: DeviceStore
@@ -36,7 +38,7 @@ final class Worker {
         self.shared = shared
         self.metrics = shared.metrics.makeWorkerMetrics()
         let snapshot = shared.snapshots.snapshot
-        self.accessLog = shared.accessLog
+        self.accessLog = AccessLogBuffer(loop: loop, sink: shared.accessLog)
         self.redis = RedisClient(url: snapshot.gateway.redis.url, eventBase: loop.rawBase, timeout: snapshot.gateway.redis.timeout)
         self.challenges = ChallengeStore(redis: redis)
         self.devices = DeviceStore(redis: redis)
@@ -76,6 +78,7 @@ final class Worker {
     /// Stops accepting, lets in-flight requests finish within `grace`, then stops the loop.
     func shutdown(grace: Duration) {
         let group = ShutdownGroup(count: 2) { [self] in
+            accessLog.flush()
             redis.close()
             revocations.close()
             upstreams.closeIdleConnections()

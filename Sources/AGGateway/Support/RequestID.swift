@@ -18,13 +18,24 @@ public enum RequestID {
     }
 
     public static func resolve(_ incoming: String?) -> String {
-        if let incoming, isSane(incoming) { return incoming }
-        return newUUID()
+        var generator = SystemRandomNumberGenerator()
+        return resolve(incoming, using: &generator)
     }
 
-    /// A version 4 UUID, lower-case.
+    /// `resolve` drawing new ids from `generator` (a worker's `RequestIDGenerator`, which
+    /// spares a getrandom system call per request).
+    public static func resolve<G: RandomNumberGenerator>(_ incoming: String?, using generator: inout G) -> String {
+        if let incoming, isSane(incoming) { return incoming }
+        return newUUID(using: &generator)
+    }
+
+    /// A version 4 UUID, lower-case, from the system CSPRNG.
     public static func newUUID() -> String {
         var generator = SystemRandomNumberGenerator()
+        return newUUID(using: &generator)
+    }
+
+    public static func newUUID<G: RandomNumberGenerator>(using generator: inout G) -> String {
         var bytes = (0..<2).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
@@ -37,5 +48,32 @@ public enum RequestID {
             out.append(hex[Int(byte & 0x0F)])
         }
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// Request ids need to be unique, not secret: a per-worker xoshiro256** generator seeded once
+/// from the system CSPRNG replaces two getrandom calls per request.
+struct RequestIDGenerator: RandomNumberGenerator {
+    private var state: (UInt64, UInt64, UInt64, UInt64)
+
+    init() {
+        var seed = SystemRandomNumberGenerator()
+        state = (seed.next(), seed.next(), seed.next(), seed.next() | 1)
+    }
+
+    mutating func next() -> UInt64 {
+        let result = rotate(state.1 &* 5, 7) &* 9
+        let t = state.1 << 17
+        state.2 ^= state.0
+        state.3 ^= state.1
+        state.1 ^= state.2
+        state.0 ^= state.3
+        state.2 ^= t
+        state.3 = rotate(state.3, 45)
+        return result
+    }
+
+    private func rotate(_ x: UInt64, _ k: UInt64) -> UInt64 {
+        (x << k) | (x >> (64 - k))
     }
 }

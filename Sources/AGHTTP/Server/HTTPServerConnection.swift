@@ -47,7 +47,23 @@ final class HTTPServerConnection {
         }, context)
         bufferevent_setwatermark(bev, Int16(EV_READ), 0, server.configuration.readHighWatermark)
         setTimeouts(read: server.configuration.idleTimeout)
-        bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
+        // Writes go straight to the socket (`flushOutput`); EV_WRITE is only armed while a
+        // write is left over, which saves two epoll_ctl calls per response.
+        bufferevent_disable(bev, Int16(EV_WRITE))
+        bufferevent_enable(bev, Int16(EV_READ))
+    }
+
+    /// Writes queued output to the socket now; arms EV_WRITE only for what the socket did not
+    /// take (libevent then writes the rest and calls `writable` once drained). Write errors
+    /// surface through the armed event, never here.
+    func flushOutput() {
+        guard let bev, evbuffer_get_length(output) > 0 else { return }
+        if bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 {
+            _ = evbuffer_write(output, bufferevent_getfd(bev))
+        }
+        if evbuffer_get_length(output) > 0 {
+            bufferevent_enable(bev, Int16(EV_WRITE))
+        }
     }
 
     private func setTimeouts(read: Duration?) {
@@ -125,6 +141,8 @@ final class HTTPServerConnection {
         evbuffer_add_bytes(output, body)
         closeWhenDrained = true
         bufferevent_disable(bev, Int16(EV_READ))
+        flushOutput()
+        if evbuffer_get_length(output) == 0 { close() }
     }
 
     /// Moves available body bytes to the request's consumer.
@@ -132,7 +150,10 @@ final class HTTPServerConnection {
         guard let request = current, !request.bodyPaused else { return }
         if request.expectContinuePending, !request.decoder.isDone {
             request.expectContinuePending = false
-            if !request.responseStarted { evbuffer_add_string(output, "HTTP/1.1 100 Continue\r\n\r\n") }
+            if !request.responseStarted {
+                evbuffer_add_string(output, "HTTP/1.1 100 Continue\r\n\r\n")
+                flushOutput()
+            }
         }
         switch request.bodyConsumer {
         case .none, .done:
@@ -191,6 +212,7 @@ final class HTTPServerConnection {
     func responseFinished(_ request: HTTPServerRequest) {
         guard request === current else { return }
         request.finished = true
+        flushOutput()
         if !request.decoder.isDone {
             // Drop whatever of the unread body has already arrived; if more is due, close.
             let sink = evbuffer_new()!
@@ -210,6 +232,7 @@ final class HTTPServerConnection {
     }
 
     private func writable() {
+        if let bev { bufferevent_disable(bev, Int16(EV_WRITE)) }
         if closeWhenDrained {
             close()
             return

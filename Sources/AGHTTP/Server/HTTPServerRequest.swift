@@ -142,6 +142,7 @@ public final class HTTPServerRequest {
         head += keepAlive && !connection.closeAfterResponse ? "" : "Connection: close\r\n"
         head += "\r\n"
         evbuffer_add_string(connection.output, head)
+        connection.flushOutput()
     }
 
     /// Appends streamed body bytes, draining `buffer`.
@@ -153,6 +154,7 @@ public final class HTTPServerRequest {
         } else {
             evbuffer_add_buffer(connection.output, buffer)
         }
+        connection.flushOutput()
     }
 
     /// Bytes waiting to be written to the client.
