@@ -98,6 +98,7 @@ public final class Gateway: Sendable {
     private let sockets: [ListeningSocket]
     private let stopped = DispatchGroup()
     private let stopping = Mutex(false)
+    private let socketsClosed = Mutex(false)
 
     public enum StartError: Error, CustomStringConvertible {
         case config(ConfigError)
@@ -237,10 +238,17 @@ public final class Gateway: Sendable {
         }
     }
 
-    /// Blocks until every worker has stopped.
+    /// Blocks until every worker has stopped. Closes the listening sockets exactly once: a
+    /// second close could hit a descriptor number the process has since reused.
     public func waitUntilStopped() {
         stopped.wait()
-        for socket in sockets { socket.close() }
+        let firstToClose = socketsClosed.withLock { closed -> Bool in
+            defer { closed = true }
+            return !closed
+        }
+        if firstToClose {
+            for socket in sockets { socket.close() }
+        }
     }
 
     /// `beginShutdown()` then `waitUntilStopped()`.

@@ -103,6 +103,7 @@ final class UpstreamExchange {
         connection.setTimeouts(read: nil, write: timeouts.response)
         connection.setReading(true)
         evbuffer_add_string(connection.output, head)
+        connection.flushOutput()
         if request.framing == .none {
             markRequestQueued()
         } else if !bodyStreamStarted {
@@ -127,6 +128,7 @@ final class UpstreamExchange {
         } else {
             evbuffer_add_buffer(connection.output, chunk)
         }
+        connection.flushOutput()
         if evbuffer_get_length(connection.output) > pool.configuration.highWatermark {
             request.bodyPaused = true
         }
@@ -137,6 +139,7 @@ final class UpstreamExchange {
         case .success:
             guard let connection, state == .awaitingHead || state == .receivingBody else { return }
             if request.framing == .chunked { ChunkedEncoder.writeEnd(to: connection.output) }
+            connection.flushOutput()
             markRequestQueued()
         case .failure(.incomplete):
             clientAborted()
