@@ -103,12 +103,14 @@ public final class RecordingUpstream: Sendable {
     /// Connections accepted so far.
     public var connectionCount: Int { state.withLock { $0.connections } }
 
-    /// Stops accepting and cuts every open connection.
+    /// Stops accepting and cuts every open connection. Idempotent: closing the listener twice
+    /// could close a descriptor another test has since been given.
     public func stop() {
-        let open = state.withLock { state -> Set<Int32> in
-            state.stopped = true
-            return state.open
+        let (open, wasStopped) = state.withLock { state -> (Set<Int32>, Bool) in
+            defer { state.stopped = true }
+            return (state.open, state.stopped)
         }
+        guard !wasStopped else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
