@@ -48,8 +48,8 @@ public enum P256 {
             guard point.count == P256.x963ByteCount, point[0] == 0x04 else {
                 throw .invalidInput(operation, "expected a 65-byte uncompressed point")
             }
-            try self.init(validated: EVPKey.publicKey(der: P256.spkiPrefix + point, operation: operation),
-                          operation: operation)
+            key = try EVPKey.p256PublicKey(point: point, operation: operation)
+            x963Representation = point
         }
 
         /// A key from DER SubjectPublicKeyInfo.

@@ -73,6 +73,12 @@ final class GatewayShared: Sendable {
     }
 }
 
+extension RedisConfig {
+    /// Health-check timeout of pub/sub connections: a request path's tight `redis.timeout` would
+    /// make a busy Redis tear subscriptions down and rebuild them, for no gain.
+    var subscriptionTimeout: Duration { max(timeout * 4, .seconds(1)) }
+}
+
 /// Reads the admin bearer token: the environment variable wins over the file.
 enum AdminToken {
     static func load(_ config: GatewayConfig) -> String? {
@@ -186,7 +192,7 @@ public final class Gateway: Sendable {
             }
             control.register(watcher)
             let tierSync = TierSync(loop: control, redisURL: gateway.redis.url, store: shared.tierStore, logger: logger,
-                                    timeout: gateway.redis.timeout)
+                                    timeout: gateway.redis.subscriptionTimeout)
             control.register(tierSync)
         }
         logger.info("attestgate serving", [

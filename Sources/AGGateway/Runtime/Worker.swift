@@ -49,7 +49,7 @@ final class Worker {
         self.upstreams = UpstreamPool(loop: loop)
         let snapshots = shared.snapshots
         self.revocations = RevocationWatcher(url: snapshot.gateway.redis.url, eventBase: loop.rawBase,
-                                             channel: GatewayEvents.channel, timeout: snapshot.gateway.redis.timeout,
+                                             channel: GatewayEvents.channel, timeout: snapshot.gateway.redis.subscriptionTimeout,
                                              logger: shared.logger) {
             snapshots.snapshot.longestTokenLifetime
         }
