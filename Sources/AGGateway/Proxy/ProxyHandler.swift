@@ -31,8 +31,14 @@ struct ProxyHandler {
             routeByToken(context, path: path)
             return
         }
-        guard let tenant = context.snapshot.tenant(teamID: teamID, bundleID: bundleID), let proxy = tenant.proxy,
-              let route = proxy.routes.match(path) else {
+        dispatch(context, tenant: context.snapshot.tenant(teamID: teamID, bundleID: bundleID), path: path, presented: nil)
+    }
+
+    /// The route of `tenant` matching `path` decides: anonymous routes go straight to
+    /// admission, the others through the token check (reusing `presented` when it came in the
+    /// tenant's own token header).
+    private func dispatch(_ context: RequestContext, tenant: Tenant?, path: String, presented: (String, VerifiedToken)?) {
+        guard let tenant, let proxy = tenant.proxy, let route = proxy.routes.match(path) else {
             context.fail(.routeNotFound)
             return
         }
@@ -40,7 +46,8 @@ struct ProxyHandler {
         if route.auth == .anonymous {
             admit(context, tenant: tenant, proxy: proxy, token: nil)
         } else {
-            authenticate(context, tenant: tenant, proxy: proxy, presented: nil)
+            authenticate(context, tenant: tenant, proxy: proxy,
+                         presented: proxy.headers.tokenHeader.equalsIgnoringASCIICase("Authorization") ? presented : nil)
         }
     }
 
@@ -58,18 +65,7 @@ struct ProxyHandler {
             context.fail(error.error)
             return
         }
-        guard let appID = presented.1.appID, let tenant = context.snapshot.tenants[appID], let proxy = tenant.proxy,
-              let route = proxy.routes.match(path) else {
-            context.fail(.routeNotFound)
-            return
-        }
-        context.tenant = tenant
-        if route.auth == .anonymous {
-            admit(context, tenant: tenant, proxy: proxy, token: nil)
-        } else {
-            authenticate(context, tenant: tenant, proxy: proxy,
-                         presented: proxy.headers.tokenHeader.equalsIgnoringASCIICase("Authorization") ? presented : nil)
-        }
+        dispatch(context, tenant: presented.1.appID.flatMap { context.snapshot.tenants[$0] }, path: path, presented: presented)
     }
 
     // MARK: 2. Token
