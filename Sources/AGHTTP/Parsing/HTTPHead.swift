@@ -90,7 +90,10 @@ public enum HTTPHeadParser {
         let minor = try parseVersion(startLine[startLine.startIndex..<startLine.startIndex + 8])
         let codeBytes = startLine[startLine.startIndex + 9..<startLine.startIndex + 12]
         guard startLine[startLine.startIndex + 8] == UInt8(ascii: " "),
-              codeBytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { throw .malformed("malformed status line") }
+              codeBytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              startLine.count == 12 || startLine[startLine.startIndex + 12] == UInt8(ascii: " ") else {
+            throw .malformed("malformed status line")
+        }
         let status = codeBytes.reduce(0) { $0 * 10 + Int($1 - 0x30) }
         let reason = startLine.count > 13 ? String(decoding: startLine[(startLine.startIndex + 13)...], as: UTF8.self) : ""
         let headers = try parseFields(&lines)

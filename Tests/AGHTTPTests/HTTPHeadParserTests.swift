@@ -1,0 +1,113 @@
+@testable import AGHTTP
+import Testing
+
+/// The request/response head parser: what it accepts, and every smuggling-prone shape it refuses.
+@Suite("HTTP head parser")
+struct HTTPHeadParserTests {
+    func request(_ text: String) throws(HTTPParseError) -> HTTPRequestHead {
+        let bytes = Array(text.utf8)
+        let result: Result<HTTPRequestHead, HTTPParseError> = bytes.withUnsafeBytes { raw in
+            Result { () throws(HTTPParseError) in try HTTPHeadParser.parseRequest(raw) }
+        }
+        return try result.get()
+    }
+
+    func response(_ text: String) throws(HTTPParseError) -> HTTPResponseHead {
+        let bytes = Array(text.utf8)
+        let result: Result<HTTPResponseHead, HTTPParseError> = bytes.withUnsafeBytes { raw in
+            Result { () throws(HTTPParseError) in try HTTPHeadParser.parseResponse(raw) }
+        }
+        return try result.get()
+    }
+
+    @Test func parsesARequestKeepingOrderDuplicatesAndTrimming() throws {
+        let head = try request("POST /a/b?x=1&y=%20 HTTP/1.1\r\nHost: h\r\nX-Dup: 1\r\nx-dup:  2 \r\nEmpty:\r\n\r\n")
+        #expect(head.method == "POST")
+        #expect(head.target == "/a/b?x=1&y=%20")
+        #expect(head.path == "/a/b")
+        #expect(head.query == "x=1&y=%20")
+        #expect(head.versionMinor == 1)
+        #expect(head.headers.fields.map(\.name) == ["Host", "X-Dup", "x-dup", "Empty"])
+        #expect(head.headers.values("X-DUP") == ["1", "2"])
+        #expect(head.headers["empty"] == "")
+    }
+
+    static let refusedRequests: [(String, String, HTTPParseError)] = [
+        ("obsolete line folding", "GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n", .malformed("obsolete line folding")),
+        ("space before colon", "GET / HTTP/1.1\r\nHost : h\r\n\r\n", .malformed("malformed header name")),
+        ("no colon", "GET / HTTP/1.1\r\nBad Header\r\n\r\n", .malformed("header line without colon")),
+        ("empty name", "GET / HTTP/1.1\r\n: v\r\n\r\n", .malformed("malformed header name")),
+        ("control character in value", "GET / HTTP/1.1\r\nA: b\u{01}c\r\n\r\n", .malformed("control character in header value")),
+        ("DEL in value", "GET / HTTP/1.1\r\nA: b\u{7F}\r\n\r\n", .malformed("control character in header value")),
+        ("method with a slash", "GE/T / HTTP/1.1\r\n\r\n", .malformed("malformed method")),
+        ("two spaces", "GET  / HTTP/1.1\r\n\r\n", .malformed("malformed request line")),
+        ("missing version", "GET /\r\n\r\n", .malformed("malformed request line")),
+        ("HTTP/2.0", "GET / HTTP/2.0\r\n\r\n", .unsupportedVersion),
+        ("HTTP/1.2", "GET / HTTP/1.2\r\n\r\n", .unsupportedVersion),
+        ("not HTTP", "GET / FTP/1.1\r\n\r\n", .malformed("malformed HTTP version")),
+        ("empty request line", "\r\n\r\n", .malformed("empty request line")),
+    ]
+
+    @Test(arguments: refusedRequests)
+    func refusesMalformedRequests(_ name: String, _ text: String, _ expected: HTTPParseError) {
+        #expect(throws: expected, "\(name)") { _ = try request(text) }
+    }
+
+    @Test func refusesTooManyHeaderFields() {
+        let fields = (0...HTTPHeadParser.maxHeaderCount).map { "X-\($0): v\r\n" }.joined()
+        #expect(throws: HTTPParseError.headTooLarge) { _ = try request("GET / HTTP/1.1\r\n" + fields + "\r\n") }
+    }
+
+    static let framings: [(String, [(String, String)], BodyFraming?)] = [
+        ("none", [], BodyFraming.none),
+        ("length", [("Content-Length", "12")], .length(12)),
+        ("zero length", [("Content-Length", "0")], BodyFraming.none),
+        ("equal duplicate lengths", [("Content-Length", "5"), ("content-length", "5")], .length(5)),
+        ("chunked", [("Transfer-Encoding", "chunked")], .chunked),
+        ("chunked any case", [("transfer-encoding", "Chunked")], .chunked),
+        // nil: refused.
+        ("differing lengths", [("Content-Length", "5"), ("Content-Length", "6")], nil),
+        ("list in one length", [("Content-Length", "5, 5")], nil),
+        ("signed length", [("Content-Length", "+5")], nil),
+        ("negative length", [("Content-Length", "-1")], nil),
+        ("huge length", [("Content-Length", "9999999999999999999")], nil),
+        ("length and chunked", [("Content-Length", "3"), ("Transfer-Encoding", "chunked")], nil),
+        ("gzip then chunked", [("Transfer-Encoding", "gzip, chunked")], nil),
+        ("chunked twice", [("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "chunked")], nil),
+        ("identity", [("Transfer-Encoding", "identity")], nil),
+    ]
+
+    @Test(arguments: framings)
+    func requestFraming(_ name: String, _ fields: [(String, String)], _ expected: BodyFraming?) {
+        let headers = HTTPHeaders(fields.map { (name: $0.0, value: $0.1) })
+        let framing = try? HTTPHeadParser.requestFraming(headers)
+        #expect(framing == expected, "\(name)")
+    }
+
+    @Test func parsesResponsesAndTheirFraming() throws {
+        let head = try response("HTTP/1.1 418 I'm a teapot\r\nX-A: 1\r\nContent-Length: 4\r\n\r\n")
+        #expect(head.status == 418)
+        #expect(head.reason == "I'm a teapot")
+        #expect(try HTTPHeadParser.responseFraming(head, requestMethod: "GET") == .length(4))
+        #expect(try HTTPHeadParser.responseFraming(head, requestMethod: "HEAD") == BodyFraming.none)
+        let noLength = try response("HTTP/1.1 200 OK\r\n\r\n")
+        #expect(try HTTPHeadParser.responseFraming(noLength, requestMethod: "GET") == .untilClose)
+        for status in [204, 304, 101] {
+            let bodyless = try response("HTTP/1.1 \(status) X\r\nContent-Length: 9\r\n\r\n")
+            #expect(try HTTPHeadParser.responseFraming(bodyless, requestMethod: "GET") == BodyFraming.none)
+        }
+        #expect(throws: HTTPParseError.self) { _ = try response("HTTP/1.1 2000 OK\r\n\r\n") }
+        #expect(throws: HTTPParseError.self) { _ = try response("HTTP/1.1 20 OK\r\n\r\n") }
+        #expect(throws: HTTPParseError.self) { _ = try response("SIP/2.0 200 OK\r\n\r\n") }
+    }
+
+    static let chunkSizes: [(String, Int?)] = [
+        ("0", 0), ("a", 10), ("FF", 255), ("1f;name=value", 31), ("10 ", 16),
+        ("", nil), ("g", nil), ("-1", nil), (";x", nil), ("1000000000000000", nil), ("0x10", nil),
+    ]
+
+    @Test(arguments: chunkSizes)
+    func chunkSizeLines(_ line: String, _ expected: Int?) {
+        #expect(BodyDecoder.parseChunkSize(Array(line.utf8)) == expected, "\(line)")
+    }
+}
