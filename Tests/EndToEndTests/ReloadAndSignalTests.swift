@@ -57,40 +57,18 @@ struct ReloadAndSignalTests {
         // Borrow a harness directory for the config, then run the binary on it.
         let harness = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)], workers: 1)
         harness.stop()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestGateway.builtProductPath("attestgate"))
-        process.arguments = ["serve", "--config", harness.directory + "/gateway.yaml"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-
-        var port = 0
-        var collected = ""
-        let reader = errors.fileHandleForReading
-        let found = try eventually(10) {
-            collected += String(decoding: reader.availableData, as: UTF8.self)
-            if let range = collected.range(of: #""listen":"127.0.0.1:(\d+)""#, options: .regularExpression) {
-                port = Int(collected[range].split(separator: ":").last!.dropLast()) ?? 0
-            }
-            return port > 0
-        }
-        try #require(found, "gateway did not report its port: \(collected)")
+        let gateway = try GatewayProcess(configPath: harness.directory + "/gateway.yaml")
+        let port = gateway.port
         let headers = [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app")]
         #expect(try HTTPTestClient.send(port: port, "GET", "/api/v1/attestation/challenge", headers: headers).status == 200)
 
         try (TestGateway.tenantYAML(teamID: teamID) + "\nbogus: 1\n").write(toFile: harness.directory + "/tenants/a.yaml", atomically: true, encoding: .utf8)
-        kill(process.processIdentifier, SIGHUP)
-        #expect(try eventually(5) {
-            collected += String(decoding: reader.availableData, as: UTF8.self)
-            return collected.contains("\"trigger\":\"SIGHUP\"") && collected.contains("bogus")
-        })
+        gateway.signal(SIGHUP)
+        #expect(eventually(5) { gateway.log.contains("\"trigger\":\"SIGHUP\"") && gateway.log.contains("bogus") })
         #expect(try HTTPTestClient.send(port: port, "GET", "/api/v1/attestation/challenge", headers: headers).status == 200)
 
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        gateway.signal(SIGTERM)
+        #expect(gateway.waitForExit() == 0)
         #expect(throws: (any Error).self) { try HTTPTestClient.send(port: port, "GET", "/healthz") }
     }
 }

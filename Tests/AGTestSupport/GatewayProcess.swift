@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// The real `attestgate serve` binary on a config directory, for tests that need a separate
+/// process: signals, exit codes, and memory measured apart from the test's own.
+public final class GatewayProcess: Sendable {
+    private let process: Process
+    private let output = CapturedOutput()
+    public let port: Int
+
+    public enum Failure: Error, CustomStringConvertible {
+        case didNotStart(String)
+        public var description: String {
+            switch self {
+            case .didNotStart(let log): "gateway did not report its port: \(log)"
+            }
+        }
+    }
+
+    public init(configPath: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestGateway.builtProductPath("attestgate"))
+        process.arguments = ["serve", "--config", configPath]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        let output = self.output
+        errors.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            output.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        }
+        try process.run()
+        self.process = process
+        var port = 0
+        _ = eventually(10) {
+            let log = output.text.withLock { $0 }
+            if let range = log.range(of: #""listen":"127.0.0.1:(\d+)""#, options: .regularExpression) {
+                port = Int(log[range].split(separator: ":").last!.dropLast()) ?? 0
+            }
+            return port > 0
+        }
+        guard port > 0 else {
+            process.terminate()
+            throw Failure.didNotStart(output.text.withLock { $0 })
+        }
+        self.port = port
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+
+    /// Everything the gateway wrote to stderr so far.
+    public var log: String { output.text.withLock { $0 } }
+
+    public func signal(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    /// Waits for the process to end; its exit status.
+    public func waitForExit() -> Int32 {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Resident set size in bytes (`VmRSS` of /proc/PID/status).
+    public func residentBytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else {
+            return 0
+        }
+        return kilobytes * 1024
+    }
+}
+
+/// What a child process wrote, appended from the pipe's reader thread.
+private final class CapturedOutput: Sendable {
+    let text = Mutex("")
+}
