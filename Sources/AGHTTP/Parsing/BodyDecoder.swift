@@ -53,17 +53,12 @@ struct BodyDecoder {
             case .done:
                 return .done
             case .length(let remaining):
-                let available = min(evbuffer_get_length(input), remaining, budget)
-                if available > 0 {
-                    evbuffer_remove_buffer(input, output, available)
-                    bytesDecoded += available
-                    budget -= available
-                }
-                if remaining - available == 0 {
+                let left = move(upTo: remaining, from: input, into: output, budget: &budget)
+                if left == 0 {
                     state = .done
                     return .done
                 }
-                state = .length(remaining: remaining - available)
+                state = .length(remaining: left)
                 return .needMore
             case .untilClose:
                 let available = min(evbuffer_get_length(input), budget)
@@ -79,16 +74,11 @@ struct BodyDecoder {
                 guard let size = Self.parseChunkSize(line) else { return .malformed("malformed chunk size") }
                 state = size == 0 ? .trailers : .chunkData(remaining: size)
             case .chunkData(let remaining):
-                let available = min(evbuffer_get_length(input), remaining, budget)
-                if available > 0 {
-                    evbuffer_remove_buffer(input, output, available)
-                    bytesDecoded += available
-                    budget -= available
-                }
-                if remaining - available == 0 {
+                let left = move(upTo: remaining, from: input, into: output, budget: &budget)
+                if left == 0 {
                     state = .chunkDataEnd
                 } else {
-                    state = .chunkData(remaining: remaining - available)
+                    state = .chunkData(remaining: left)
                     return .needMore
                 }
             case .chunkDataEnd:
@@ -108,6 +98,18 @@ struct BodyDecoder {
                 }
             }
         }
+    }
+
+    /// Moves up to `remaining` body bytes (within `budget`); returns how many are still due.
+    private mutating func move(upTo remaining: Int, from input: OpaquePointer, into output: OpaquePointer,
+                               budget: inout Int) -> Int {
+        let available = min(evbuffer_get_length(input), remaining, budget)
+        if available > 0 {
+            evbuffer_remove_buffer(input, output, available)
+            bytesDecoded += available
+            budget -= available
+        }
+        return remaining - available
     }
 
     private func readLine(_ input: OpaquePointer) -> [UInt8]? {
