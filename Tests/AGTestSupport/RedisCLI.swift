@@ -1,13 +1,14 @@
 import Foundation
 
-/// Runs a program to completion; returns its exit status and standard output (stderr dropped).
-public func runProgram(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: Data) {
+/// Runs a program to completion; returns its exit status and standard output (with standard
+/// error merged in when `mergingErrors`, dropped otherwise).
+public func runProgram(_ path: String, _ arguments: [String], mergingErrors: Bool = false) throws -> (status: Int32, output: Data) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     let pipe = Pipe()
     process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
+    process.standardError = mergingErrors ? pipe : FileHandle.nullDevice
     try process.run()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()

@@ -1,0 +1,43 @@
+import AGTestSupport
+import Foundation
+import Testing
+
+/// `attestgate check-config` and `keygen` as an operator runs them.
+@Suite("command line")
+struct CommandLineTests {
+    let binary = TestGateway.builtProductPath("attestgate")
+
+    /// A copy of the shipped conf/ with what scripts/run creates beside it (.run/).
+    func shippedConfig() throws -> String {
+        let root = NSTemporaryDirectory() + "attestgate-cli-" + UUID().uuidString
+        let shipped = URL(fileURLWithPath: TestGateway.fixturePath("")).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("conf").path
+        try FileManager.default.createDirectory(atPath: root + "/.run/keys", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: shipped, toPath: root + "/conf")
+        try "token\n".write(toFile: root + "/.run/admin-token", atomically: true, encoding: .utf8)
+        return root
+    }
+
+    @Test func checkConfigAcceptsTheShippedConfigurationAndReportsProblemsByLine() throws {
+        let root = try shippedConfig()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let missingKey = try runProgram(binary, ["check-config", root + "/conf"], mergingErrors: true)
+        #expect(missingKey.status == 1)
+        #expect(String(decoding: missingKey.output, as: UTF8.self).contains("tokens.keys[0].file"))
+
+        let keygen = try runProgram(binary, ["keygen", "--algorithm", "ES256", "--out", root + "/.run/keys/dev-es256-1.pem"])
+        #expect(keygen.status == 0)
+        let again = try runProgram(binary, ["keygen", "--out", root + "/.run/keys/dev-es256-1.pem"], mergingErrors: true)
+        #expect(again.status == 1, "keygen never overwrites a key")
+
+        let ok = try runProgram(binary, ["check-config", root + "/conf"], mergingErrors: true)
+        #expect(ok.status == 0, "\(String(decoding: ok.output, as: UTF8.self))")
+
+        try "team_id: ABCDE12345\nbundle_id: com.other.app\nroutes:\n  - prefix: /api/\n    auth: maybe\n"
+            .write(toFile: root + "/conf/tenants/broken.yaml", atomically: true, encoding: .utf8)
+        let broken = try runProgram(binary, ["check-config", root + "/conf"], mergingErrors: true)
+        #expect(broken.status == 1)
+        let text = String(decoding: broken.output, as: UTF8.self)
+        #expect(text.contains("broken.yaml:5: routes[0].auth:"), "\(text)")
+    }
+}
