@@ -30,6 +30,7 @@ public final class MetricsRegistry: Sendable {
         for worker in workers.withLock({ $0 }) {
             worker.state.withLock { state in
                 for (series, value) in state.counters { counters[series, default: 0] += value }
+                for (request, value) in state.requests { counters[request.series, default: 0] += value }
                 for (index, value) in state.latencyBuckets.enumerated() { buckets[index] += value }
                 latencySum += state.latencySum
                 latencyCount += state.latencyCount
@@ -63,8 +64,22 @@ public final class MetricsRegistry: Sendable {
 final class WorkerMetrics: Sendable {
     static let latencyBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
+    /// The labels of `attestgate_requests_total`, kept apart so that counting a request builds
+    /// no series string (rendered only when scraped).
+    struct RequestLabels: Hashable {
+        let tenant: String
+        let route: String
+        let status: Int
+        let code: String?
+
+        var series: String {
+            "attestgate_requests_total{tenant=\"\(tenant)\",route=\"\(route)\",status=\"\(status)\",code=\"\(code ?? "")\"}"
+        }
+    }
+
     struct State {
         var counters: [String: Int] = [:]
+        var requests: [RequestLabels: Int] = [:]
         var latencyBuckets = [Int](repeating: 0, count: WorkerMetrics.latencyBounds.count + 1)
         var latencySum = 0.0
         var latencyCount = 0
@@ -78,10 +93,10 @@ final class WorkerMetrics: Sendable {
 
     /// Counts one answered request and its latency.
     func recordRequest(tenant: String, route: String, status: Int, code: String?, seconds: Double) {
-        let series = "attestgate_requests_total{tenant=\"\(tenant)\",route=\"\(route)\",status=\"\(status)\",code=\"\(code ?? "")\"}"
+        let labels = RequestLabels(tenant: tenant, route: route, status: status, code: code)
         let bucket = Self.latencyBounds.firstIndex { seconds <= $0 } ?? Self.latencyBounds.count
         state.withLock { state in
-            state.counters[series, default: 0] += 1
+            state.requests[labels, default: 0] += 1
             state.latencyBuckets[bucket] += 1
             state.latencySum += seconds
             state.latencyCount += 1
