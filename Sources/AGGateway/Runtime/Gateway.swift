@@ -216,9 +216,8 @@ public final class Gateway: Sendable {
     /// SIGHUP reloads, SIGTERM/SIGINT shut down gracefully. For the executable only.
     public func handleSignals() {
         let control = shared.control
-        let box = UncheckedBox(self)
-        control.execute {
-            let gateway = box.value
+        control.execute { [self] in
+            let gateway = self
             control.onSignal(SIGHUP) { _ = gateway.reload(trigger: "SIGHUP") }
             control.onSignal(SIGTERM) { gateway.beginShutdown() }
             control.onSignal(SIGINT) { gateway.beginShutdown() }
