@@ -1,4 +1,5 @@
 import AGCrypto
+import AGGateway
 import AGDevice
 import AGFormats
 import AGTestSupport
@@ -348,5 +349,32 @@ struct ValidateEndToEndTests {
     func currentMonth() -> String {
         let components = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date())
         return String(format: "%04d%02d", components.year!, components.month!)
+    }
+}
+
+@Suite("test CA configuration and generation")
+struct TestCAConfigurationTests {
+    @Test func anUnparsableTestCAIsAConfigurationError() throws {
+        let teamID = TestGateway.randomTeamID()
+        do {
+            let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)],
+                                          gatewayYAML: ValidateEndToEndTests.appAttestYAML, files: ["test-ca.pem": "not a certificate"])
+            gateway.stop()
+            Issue.record("the gateway started with an unparsable test CA")
+        } catch {
+            #expect(String(describing: error).contains("app_attest.test_ca"), "\(error)")
+        }
+    }
+
+    @Test func testCACommandWritesAUsableAuthority() throws {
+        let directory = NSTemporaryDirectory() + "attestgate-test-ca-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let written = try TestCAGenerator.generate(directory: directory)
+        let keyMode = try FileManager.default.attributesOfItem(atPath: written.key)[.posixPermissions] as? Int
+        #expect(keyMode == 0o600)
+        let authority = try TestCertificateAuthority(certificatePEM: String(contentsOfFile: written.certificate, encoding: .utf8),
+                                                     privateKeyPEM: String(contentsOfFile: written.key, encoding: .utf8))
+        #expect(try authority.certificate.extensionValue(oid: "2.5.29.19") != nil)
+        #expect(throws: SigningKeyGenerator.Failure.self) { try TestCAGenerator.generate(directory: directory) }
     }
 }
