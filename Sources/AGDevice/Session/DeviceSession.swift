@@ -62,8 +62,8 @@ public struct IssuedToken: Sendable, Equatable {
     }
 }
 
-/// Plays one App Attest device against a gateway: key registration, challenge, refresh and
-/// calls through the proxy with the minted token.
+/// Plays one App Attest device against a gateway: key registration (admin import or test-CA
+/// attestation), challenge, refresh and calls through the proxy with the minted token.
 ///
 /// Blocking and not thread-safe: one session per thread. With a `statePath` the device is
 /// saved after every assertion, before the assertion is sent, so a later run never repeats
