@@ -31,7 +31,7 @@ let package = Package(
 
         // The simulated device client: CLI, scripted demo and load generator.
         .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats"]),
-        .executableTarget(name: "attestgate-device", dependencies: ["AGDevice"]),
+        .executableTarget(name: "attestgate-device", dependencies: ["AGDevice", "AGCrypto"]),
 
         .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),

@@ -1,3 +1,4 @@
+import AGCrypto
 import AGDevice
 import AGFormats
 #if canImport(Glibc)
@@ -13,6 +14,10 @@ let usage = """
     commands:
       register             create a device key (or reuse the one in --state) and import it
                            through the admin API with its current counter
+      attest               create a device key (or reuse the one in --state) and register it
+                           by App Attest attestation (POST /api/v1/attestation/validate),
+                           certified by a test CA the gateway trusts (app_attest.test_ca);
+                           prints the token on stdout
       refresh              challenge + assertion; prints the token on stdout
       call PATH            refresh, then call PATH through the gateway with the token;
                            prints the status on stderr and the body on stdout
@@ -30,6 +35,9 @@ let usage = """
       --bundle ID              bundle ID (default com.example.app, or the saved device's)
       --state FILE             device state: key, counter, keyId (default .run/device.json)
       --subject UUID           link the device to this subject when refreshing
+      --test-ca FILE           attest: test CA certificate (default conf/test-ca.pem)
+      --test-ca-key FILE       attest: test CA private key (default conf/test-ca-key.pem)
+      --environment ENV        attest: development (default) or production AAGUID
       --timeout SECONDS        limit for each HTTP request (default 10)
       --method METHOD          call: request method (default GET)
       --data JSON              call: request body, sent as application/json
@@ -52,7 +60,7 @@ struct Options {
 
     static let valueOptions: Set<String> = [
         "--gateway", "--admin", "--admin-token-file", "--admin-token", "--team", "--bundle", "--state",
-        "--subject", "--timeout", "--method", "--data", "--devices", "--concurrency", "--seconds",
+        "--subject", "--test-ca", "--test-ca-key", "--environment", "--timeout", "--method", "--data", "--devices", "--concurrency", "--seconds",
     ]
 
     init(_ arguments: [String]) throws(UsageError) {
@@ -137,6 +145,29 @@ func describe(_ session: DeviceSession, _ origin: DeviceSession.Origin) -> Strin
     return "device    \(device.appID) keyId \(device.keyID) counter \(device.counter) (\(source))"
 }
 
+/// Attests the device in `--state` (a new one when there is none) with the test CA.
+func attest(_ options: Options) throws {
+    let certificatePath = options.string("--test-ca", default: "conf/test-ca.pem")
+    let keyPath = options.string("--test-ca-key", default: "conf/test-ca-key.pem")
+    guard let certificatePEM = try? String(contentsOfFile: certificatePath, encoding: .utf8),
+          let keyPEM = try? String(contentsOfFile: keyPath, encoding: .utf8) else {
+        throw UsageError(message: "cannot read \(certificatePath) and \(keyPath) (create them with `attestgate test-ca --out conf`)")
+    }
+    let testCA = try TestCertificateAuthority(certificatePEM: certificatePEM, privateKeyPEM: keyPEM)
+    let environmentName = options.string("--environment", default: "development")
+    guard let environment = SimulatedAttestationEnvironment(rawValue: environmentName) else {
+        throw UsageError(message: "--environment is development or production")
+    }
+    let statePath = options.string("--state", default: ".run/device.json")
+    let device = try SimulatedDevice.load(from: statePath)
+        ?? SimulatedDevice(teamID: options.values["--team"] ?? "ABCDE12345", bundleID: options.values["--bundle"] ?? "com.example.app")
+    let session = DeviceSession(configuration: try configuration(options, needsAdmin: false), device: device, statePath: statePath)
+    let token = try session.attest(testCA: testCA, environment: environment, subjectID: options.values["--subject"])
+    printError("device    \(device.appID) keyId \(device.keyID) attested (\(environment.rawValue)), saved to \(statePath)")
+    if let expiresAt = token.expiresAt { printError("expires at \(expiresAt)") }
+    print(token.token)
+}
+
 func run(_ options: Options) throws {
     switch options.command {
     case "register":
@@ -148,6 +179,8 @@ func run(_ options: Options) throws {
         } else {
             print(describe(session, origin))
         }
+    case "attest":
+        try attest(options)
     case "refresh":
         let (session, _) = try openSession(options, creating: false)
         let token = try session.refresh(subjectID: options.values["--subject"])

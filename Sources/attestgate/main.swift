@@ -10,6 +10,7 @@ let usage = """
       attestgate serve [--config conf/gateway.yaml]
       attestgate check-config [conf/ | conf/gateway.yaml]
       attestgate keygen [--algorithm ES256|RS256] --out FILE
+      attestgate test-ca --out DIR
       attestgate echo-upstream [--listen 127.0.0.1:9000]
 
     """
@@ -62,6 +63,15 @@ case "keygen":
     do {
         try SigningKeyGenerator.generate(algorithm: algorithm, path: path)
         print("wrote \(algorithm.rawValue) signing key to \(path)")
+    } catch {
+        fail("attestgate: \(error)")
+    }
+case "test-ca":
+    guard let directory = option("--out", in: arguments) else { fail(usage, code: 2) }
+    do {
+        let written = try TestCAGenerator.generate(directory: directory)
+        print("wrote test App Attestation CA certificate to \(written.certificate) and its key to \(written.key)")
+        print("trust it with app_attest.test_ca; never in production")
     } catch {
         fail("attestgate: \(error)")
     }

@@ -42,8 +42,11 @@ public final class TestGateway: @unchecked Sendable {
     }
 
     /// Starts a gateway. `tenants` maps file names to YAML; `gatewayYAML` adds top-level
-    /// sections (they replace the defaults written here when they share a name).
+    /// sections (they replace the defaults written here when they share a name); `files` maps
+    /// names relative to the config directory to contents written before the gateway starts
+    /// (a test CA certificate, for example).
     public init(redisURL: String = TestGateway.sharedRedisURL, tenants: [String: String], gatewayYAML: String = "",
+                files: [String: String] = [:],
                 workers: Int = 2, redisTimeout: String = "250ms", keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)]) throws {
         directory = NSTemporaryDirectory() + "attestgate-test-" + UUID().uuidString
         let manager = FileManager.default
@@ -82,6 +85,9 @@ public final class TestGateway: @unchecked Sendable {
         try yaml.write(toFile: directory + "/gateway.yaml", atomically: true, encoding: .utf8)
         for (name, body) in tenants {
             try body.write(toFile: directory + "/tenants/" + name, atomically: true, encoding: .utf8)
+        }
+        for (name, body) in files {
+            try body.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
         }
         let logFD = open(directory + "/gateway.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
         let accessFD = open(directory + "/access.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)

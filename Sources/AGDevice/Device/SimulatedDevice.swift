@@ -4,8 +4,9 @@ import AGFormats
 /// An App Attest device key as an iOS app holds it: a P-256 key pair bound to one App ID,
 /// producing assertions exactly as `DCAppAttestService.generateAssertion` does.
 ///
-/// Only assertions are simulated; the key is introduced to the gateway through the admin
-/// key-import call instead of an Apple attestation.
+/// The key reaches the gateway either through the admin key-import call or through an
+/// attestation certified by a test CA (`makeAttestation`, in `SimulatedDevice+Attestation.swift`),
+/// since only Apple can certify a real one.
 public struct SimulatedDevice: Sendable {
     /// Flags byte of the authenticator data; real devices send `0x40` (attested credential data
     /// bit set, no credential data following).

@@ -1,3 +1,4 @@
+public import AGCrypto
 import AGFormats
 
 /// Where a device session talks to: the gateway's public listener and, for registering keys,
@@ -61,8 +62,8 @@ public struct IssuedToken: Sendable, Equatable {
     }
 }
 
-/// Plays one App Attest device against a gateway: key registration, challenge, refresh and
-/// calls through the proxy with the minted token.
+/// Plays one App Attest device against a gateway: key registration (admin import or test-CA
+/// attestation), challenge, refresh and calls through the proxy with the minted token.
 ///
 /// Blocking and not thread-safe: one session per thread. With a `statePath` the device is
 /// saved after every assertion, before the assertion is sent, so a later run never repeats
@@ -76,6 +77,7 @@ public final class DeviceSession {
 
     static let challengePath = "/api/v1/attestation/challenge"
     static let refreshPath = "/api/v1/attestation/refresh"
+    static let validatePath = "/api/v1/attestation/validate"
 
     private let gatewayClient: BlockingHTTPClient
     private var adminClient: BlockingHTTPClient?
@@ -167,6 +169,36 @@ public final class DeviceSession {
         guard let value = document["token"]?.stringValue, !value.isEmpty else {
             throw .unexpectedResponse(status: response.status, reason: "no token string")
         }
+        let issued = IssuedToken(token: value, expiresAt: document["expiresAt"]?.stringValue)
+        token = issued
+        return issued
+    }
+
+    /// Registers the device key by attestation (`POST /api/v1/attestation/validate`) instead of
+    /// the admin import: fetches a challenge, attests the key with a certificate from `testCA`
+    /// (the gateway must trust it as `app_attest.test_ca`), saves the state and keeps the token.
+    @discardableResult
+    public func attest(testCA: TestCertificateAuthority, environment: SimulatedAttestationEnvironment = .development,
+                       subjectID: String? = nil) throws(DeviceError) -> IssuedToken {
+        let challenge = try challenge()
+        let (attestationObject, clientDataHash) = try device.makeAttestation(challenge: challenge.value, testCA: testCA,
+                                                                             environment: environment)
+        var members: [String: JSONValue] = [
+            "keyId": .string(device.keyID),
+            "attestationObject": .string(Base64.encode(attestationObject)),
+            "clientDataHash": .string(Base64.encode(clientDataHash)),
+            "challenge": .string(challenge.value),
+        ]
+        if let subjectID { members["subjectId"] = .string(subjectID) }
+        let response = try send(gatewayClient, method: "POST", path: Self.validatePath,
+                                headers: tenantHeaders + [("Content-Type", "application/json")],
+                                body: JSONValue.object(members).serialized())
+        let document = try Self.jsonObject(response)
+        guard let value = document["token"]?.stringValue, !value.isEmpty else {
+            throw .unexpectedResponse(status: response.status, reason: "no token string")
+        }
+        // The gateway stored counter 0 for the key: assertions continue from the device's counter.
+        try saveState()
         let issued = IssuedToken(token: value, expiresAt: document["expiresAt"]?.stringValue)
         token = issued
         return issued

@@ -101,13 +101,16 @@ enum RefreshHandler {
         }
     }
 
-    private static func respond(_ context: RequestContext, tenant: Tenant, keyID: String, subjectID: String?, subscription: String?) {
+    /// Issues the token and answers `{"token", "expiresAt"}` (validate adds `"isValid": true`).
+    static func respond(_ context: RequestContext, tenant: Tenant, keyID: String, subjectID: String?, subscription: String?,
+                        isValid: Bool? = nil) {
         let subscriptionValue = subscription.flatMap { try? JSONValue(parsing: Array($0.utf8)) }
         do {
             let issued = try context.snapshot.tokenIssuer.issue(tenant: tenant, keyID: keyID, subjectID: subjectID,
                                                                 subscription: subscriptionValue)
             context.worker.metrics.increment("attestgate_tokens_issued_total{tenant=\"\(tenant.appID)\"}")
             var json = JSONObjectWriter()
+            if let isValid { json.add("isValid", isValid) }
             json.add("token", issued.token)
             json.add("expiresAt", ISO8601.string(issued.expiresAt))
             context.respond(status: 200, json: json.finished())

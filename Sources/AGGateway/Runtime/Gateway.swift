@@ -46,6 +46,7 @@ final class GatewayShared: Sendable {
                 let snapshot = try GatewaySnapshot(config: config, generation: generation + 1, adminToken: AdminToken.load(config.gateway))
                 generation += 1
                 snapshots.replace(snapshot)
+                snapshot.warnIfTestCATrusted(logger)
                 metrics.increment("attestgate_config_reloads_total{result=\"ok\"}")
                 logger.info("configuration reloaded", [
                     ("trigger", .string(trigger)), ("generation", .int(generation)),
@@ -151,6 +152,7 @@ public final class Gateway: Sendable {
         if snapshot.adminToken == nil {
             logger.warn("no admin token configured: the admin API refuses every call", [])
         }
+        snapshot.warnIfTestCATrusted(logger)
         let control = EventLoop()
         shared = GatewayShared(configPath: configPath, snapshot: snapshot, logger: logger,
                                accessLog: accessLog ?? Logger(level: .info, format: .json, fileDescriptor: 1), control: control)

@@ -12,17 +12,34 @@ public final class GatewaySnapshot: Sendable {
     /// Tenants by App ID (`TEAMID.bundle.id`).
     let tenants: [String: Tenant]
     let tokenKeys: TokenKeys
+    /// Roots App Attest attestations must chain to (Apple's, plus the test CA when configured).
+    let appAttestRoots: AppAttestRoots
 
     public var gateway: GatewayConfig { config.gateway }
 
     var tokenIssuer: TokenIssuer { TokenIssuer(keys: tokenKeys, issuer: gateway.tokens.issuer) }
 
-    /// Builds a snapshot; throws when a token key file cannot be parsed.
+    /// Builds a snapshot; throws when a token key or App Attest root file cannot be parsed.
     init(config: LoadedConfig, generation: Int, adminToken: String?) throws(ConfigError) {
         self.config = config
         self.generation = generation
         self.adminToken = adminToken
-        self.tokenKeys = try TokenKeys(config.gateway.tokens)
+        var problems: [ConfigProblem] = []
+        var tokenKeys: TokenKeys?
+        var appAttestRoots: AppAttestRoots?
+        do {
+            tokenKeys = try TokenKeys(config.gateway.tokens)
+        } catch {
+            problems += error.problems
+        }
+        do {
+            appAttestRoots = try AppAttestRoots(config.gateway.appAttest)
+        } catch {
+            problems += error.problems
+        }
+        guard problems.isEmpty, let tokenKeys, let appAttestRoots else { throw ConfigError(problems: problems) }
+        self.tokenKeys = tokenKeys
+        self.appAttestRoots = appAttestRoots
         var tenants: [String: Tenant] = [:]
         for tenantConfig in config.tenants.all {
             tenants[tenantConfig.appID] = try Tenant(config: tenantConfig)
@@ -40,6 +57,14 @@ public final class GatewaySnapshot: Sendable {
         } catch {
             return error.lines
         }
+    }
+
+    /// Logs, loudly, that attestations certified by the test CA are accepted.
+    func warnIfTestCATrusted(_ logger: Logger) {
+        guard appAttestRoots.trustsTestCA, let file = gateway.appAttest.testCAFile else { return }
+        logger.warn("TEST CA TRUSTED: attestations signed by it are accepted", [
+            ("file", .string(file)), ("allowTestCAWithProduction", .bool(gateway.appAttest.allowTestCA)),
+        ])
     }
 
     /// The tenant for a request's `X-Team-ID` and `X-Bundle-ID`.

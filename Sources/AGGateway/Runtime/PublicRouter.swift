@@ -20,6 +20,10 @@ struct PublicRouter {
             context.route = "challenge"
             guard allow(context, "GET"), let tenant = context.resolveTenant() else { return }
             context.rateLimit(.challenge, tenant: tenant) { ChallengeHandler.handle(context, tenant: tenant) }
+        case "/api/v1/attestation/validate":
+            context.route = "validate"
+            guard allow(context, "POST"), let tenant = context.resolveTenant() else { return }
+            ValidateHandler.handle(context, tenant: tenant)
         case "/api/v1/attestation/refresh":
             context.route = "refresh"
             guard allow(context, "POST"), let tenant = context.resolveTenant() else { return }

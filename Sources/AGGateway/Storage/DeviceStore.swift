@@ -8,7 +8,7 @@ import Foundation
 /// start `ag:{APPID}:grace:<YYYYMM>`. Subscriptions: `ag:{APPID}:subj:<subjectId>` (JSON).
 /// Every key of one tenant carries the tenant's hash tag, so each script touches one slot.
 final class DeviceStore {
-    private let redis: RedisClient
+    let redis: RedisClient
 
     init(redis: RedisClient) {
         self.redis = redis

@@ -10,7 +10,7 @@ public enum SigningKeyGenerator {
 
         public var description: String {
             switch self {
-            case .exists(let path): "\(path) already exists; refusing to overwrite a signing key"
+            case .exists(let path): "\(path) already exists; refusing to overwrite a key or certificate"
             case .write(let path, let why): "cannot write \(path): \(why)"
             case .crypto(let why): "key generation failed: \(why)"
             }
