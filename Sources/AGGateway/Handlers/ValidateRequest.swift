@@ -16,32 +16,14 @@ struct ValidateRequest {
     let subjectID: String?
 
     init(body: [UInt8]) throws(GatewayError) {
-        guard let json = try? JSONValue(parsing: body), case .object(let fields) = json else {
-            throw .badRequest("the body must be a JSON object")
-        }
-        func string(_ name: String) throws(GatewayError) -> String {
-            guard let value = fields[name] else { throw .badRequest("missing field \(name)") }
-            guard case .string(let text) = value, !text.isEmpty else { throw .badRequest("\(name) must be a non-empty string") }
-            return text
-        }
-        let keyIDText = try string("keyId")
-        let objectText = try string("attestationObject")
-        let hashText = try string("clientDataHash")
-        challenge = try string("challenge")
-        guard challenge.utf8.count <= 256, challenge.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw .badRequest("challenge is not a challenge issued by this gateway")
-        }
-        switch fields["subjectId"] {
-        case nil, .null?:
-            subjectID = nil
-        case .string(let text)?:
-            guard let uuid = UUID(uuidString: text) else { throw .badRequest("subjectId must be a UUID") }
-            subjectID = uuid.uuidString.lowercased()
-        default:
-            throw .badRequest("subjectId must be a UUID string")
-        }
+        let fields = try AttestationRequestFields(body: body)
+        let keyIDText = try fields.string("keyId")
+        let objectText = try fields.string("attestationObject")
+        let hashText = try fields.string("clientDataHash")
+        challenge = try fields.challenge()
+        subjectID = try fields.subjectID()
 
-        guard let keyIDBytes = Base64.decode(keyIDText) ?? Base64.decodeURL(keyIDText), keyIDBytes.count == 32 else {
+        guard let keyIDBytes = AttestationRequestFields.keyIDBytes(keyIDText) else {
             throw ValidateError.keyIDInvalid
         }
         self.keyIDBytes = keyIDBytes

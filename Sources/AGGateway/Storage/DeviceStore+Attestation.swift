@@ -10,30 +10,14 @@ import Foundation
 extension DeviceStore {
     /// KEYS: device, challenge, mad set, grace. ARGV: keyId, challenge ttl ms, mad limit (-1 =
     /// unlimited), grace ms, mad/grace key ttl seconds. Reply `{'ok', subject}` or `{refusal…}`.
-    static let prepareAttestationScript = RedisScript("""
+    static let prepareAttestationScript = RedisScript(quotaAndChallengeFunction + """
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         local dev = redis.call('HMGET', KEYS[1], 'rev', 'subj')
         if dev[1] == '1' then return {'forbidden'} end
-        local limit = tonumber(ARGV[3])
-        if limit >= 0 and redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 then
-          local current = redis.call('SCARD', KEYS[3])
-          if current >= limit then
-            local started = redis.call('GET', KEYS[4])
-            if not started then
-              redis.call('SET', KEYS[4], now, 'EX', ARGV[5])
-              started = now
-            end
-            if now - tonumber(started) > tonumber(ARGV[4]) then
-              return {'quota_exceeded', tostring(limit), tostring(current)}
-            end
-          end
-        end
-        local c = redis.call('GET', KEYS[2])
-        if not c then return {'challenge_invalid'} end
-        if string.sub(c, 1, 5) == 'used:' then return {'challenge_already_used'} end
-        if now - tonumber(c) > tonumber(ARGV[2]) then return {'challenge_expired'} end
-        redis.call('SET', KEYS[2], 'used:' .. now, 'KEEPTTL')
+        local refusal = quota_and_challenge(now, ARGV[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[2]),
+                                            tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5])
+        if refusal then return refusal end
         return {'ok', dev[2] or ''}
         """)
 

@@ -19,6 +19,37 @@ final class DeviceStore {
     static func graceKey(_ tenant: Tenant, _ month: String) -> String { tenant.keyPrefix + "grace:" + month }
     static func subjectKey(_ tenant: Tenant, _ subjectID: String) -> String { tenant.keyPrefix + "subj:" + subjectID }
 
+    /// Lua `quota_and_challenge(now, keyId, challengeKey, madKey, graceKey, challengeTTL,
+    /// madLimit, graceMs, monthKeyTTL)`, shared by the refresh's and the attestation's prepare
+    /// scripts: a device not yet counted this month passes while the tenant is under its
+    /// monthly-active-device limit or within the grace period (which starts the first time the
+    /// tenant is seen over it); then the challenge must be known, unused and fresh, and is spent.
+    /// Returns nil when the request may go on, else the refusal `{code, …}`.
+    static let quotaAndChallengeFunction = """
+        local function quota_and_challenge(now, key_id, challenge_key, mad_key, grace_key, ttl, limit, grace, key_ttl)
+          if limit >= 0 and redis.call('SISMEMBER', mad_key, key_id) == 0 then
+            local current = redis.call('SCARD', mad_key)
+            if current >= limit then
+              local started = redis.call('GET', grace_key)
+              if not started then
+                redis.call('SET', grace_key, now, 'EX', key_ttl)
+                started = now
+              end
+              if now - tonumber(started) > grace then
+                return {'quota_exceeded', tostring(limit), tostring(current)}
+              end
+            end
+          end
+          local c = redis.call('GET', challenge_key)
+          if not c then return {'challenge_invalid'} end
+          if string.sub(c, 1, 5) == 'used:' then return {'challenge_already_used'} end
+          if now - tonumber(c) > ttl then return {'challenge_expired'} end
+          redis.call('SET', challenge_key, 'used:' .. now, 'KEEPTTL')
+          return nil
+        end
+
+        """
+
     /// The tenant `attest` bucket, then quota, device and challenge checks, before the signature
     /// check, in one round trip. Only when everything passes is the challenge spent; a refused
     /// request changes nothing (except starting the tenant's grace period the first time it is
@@ -27,32 +58,16 @@ final class DeviceStore {
     /// KEYS: device, challenge, mad set, grace, attest bucket. ARGV: keyId, challenge ttl ms, mad
     /// limit (-1 = unlimited), grace ms, mad/grace key ttl seconds, attest limit per minute.
     /// Reply: `{bucket reply (see RateLimitScript), outcome}`.
-    static let prepareScript = RedisScript(RateLimitScript.redisTimePrelude + RateLimitScript.takeFunction + """
+    static let prepareScript = RedisScript(RateLimitScript.redisTimePrelude + RateLimitScript.takeFunction + quotaAndChallengeFunction + """
         local bucket = take_buckets(now, {KEYS[5]}, {ARGV[6]})
         if bucket[1] ~= 1 then return {bucket, {'rate_limited'}} end
         now = math.floor(now / 1000)
         local dev = redis.call('HMGET', KEYS[1], 'pk', 'ctr', 'rev', 'subj')
         if not dev[1] then return {bucket, {'not_found'}} end
         if dev[3] == '1' then return {bucket, {'forbidden'}} end
-        local limit = tonumber(ARGV[3])
-        if limit >= 0 and redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 then
-          local current = redis.call('SCARD', KEYS[3])
-          if current >= limit then
-            local started = redis.call('GET', KEYS[4])
-            if not started then
-              redis.call('SET', KEYS[4], now, 'EX', ARGV[5])
-              started = now
-            end
-            if now - tonumber(started) > tonumber(ARGV[4]) then
-              return {bucket, {'quota_exceeded', tostring(limit), tostring(current)}}
-            end
-          end
-        end
-        local c = redis.call('GET', KEYS[2])
-        if not c then return {bucket, {'challenge_invalid'}} end
-        if string.sub(c, 1, 5) == 'used:' then return {bucket, {'challenge_already_used'}} end
-        if now - tonumber(c) > tonumber(ARGV[2]) then return {bucket, {'challenge_expired'}} end
-        redis.call('SET', KEYS[2], 'used:' .. now, 'KEEPTTL')
+        local refusal = quota_and_challenge(now, ARGV[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[2]),
+                                            tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5])
+        if refusal then return {bucket, refusal} end
         return {bucket, {'ok', dev[1], dev[2] or '0', dev[4] or ''}}
         """)
 

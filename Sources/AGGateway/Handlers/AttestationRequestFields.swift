@@ -1,0 +1,50 @@
+import AGFormats
+import Foundation
+
+/// The JSON body of an attestation route (validate, refresh): its string fields, plus the
+/// challenge and `subjectId` checks both routes share. Every failure is 400 `bad_request`.
+struct AttestationRequestFields {
+    private let fields: [String: JSONValue]
+
+    init(body: [UInt8]) throws(GatewayError) {
+        guard let json = try? JSONValue(parsing: body), case .object(let fields) = json else {
+            throw .badRequest("the body must be a JSON object")
+        }
+        self.fields = fields
+    }
+
+    /// A required, non-empty string field.
+    func string(_ name: String) throws(GatewayError) -> String {
+        guard let value = fields[name] else { throw .badRequest("missing field \(name)") }
+        guard case .string(let text) = value, !text.isEmpty else { throw .badRequest("\(name) must be a non-empty string") }
+        return text
+    }
+
+    /// `challenge`: printable ASCII, at most 256 bytes (it becomes part of a Redis key).
+    func challenge() throws(GatewayError) -> String {
+        let challenge = try string("challenge")
+        guard challenge.utf8.count <= 256, challenge.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw .badRequest("challenge is not a challenge issued by this gateway")
+        }
+        return challenge
+    }
+
+    /// `subjectId` as a lower-case UUID, or nil when absent.
+    func subjectID() throws(GatewayError) -> String? {
+        switch fields["subjectId"] {
+        case nil, .null?:
+            return nil
+        case .string(let text)?:
+            guard let uuid = UUID(uuidString: text) else { throw .badRequest("subjectId must be a UUID") }
+            return uuid.uuidString.lowercased()
+        default:
+            throw .badRequest("subjectId must be a UUID string")
+        }
+    }
+
+    /// The 32 bytes of a base64 (or base64url) `keyId`, nil when it is not that.
+    static func keyIDBytes(_ text: String) -> [UInt8]? {
+        guard let bytes = Base64.decode(text) ?? Base64.decodeURL(text), bytes.count == 32 else { return nil }
+        return bytes
+    }
+}
