@@ -222,17 +222,20 @@ struct ValidateEndToEndTests {
         #expect(try deviceField(gateway, other, "pk").isEmpty)
     }
 
-    @Test func aRealDeviceAttestationWithAnExpiredLeafIsRefused() throws {
+    /// Own Redis: the real vectors' App ID and challenge are shared with the refresh tests.
+    @Test func aRealDeviceAttestationWithAnExpiredLeafIsRefused() async throws {
+        try await RedisServer.withPrivate { redis in try realDeviceAttestationIsRefused(redisURL: "redis://127.0.0.1:\(redis.port)/0") }
+    }
+
+    func realDeviceAttestationIsRefused(redisURL: String) throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: TestGateway.fixturePath("app-attest-real-devices.json")))
         let root = try JSONSerialization.jsonObject(with: data) as! [String: Any]
         let vector = (root["attestations"] as! [[String: Any]])[0]
         let team = vector["teamId"] as! String
         let bundle = vector["bundleId"] as! String
-        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: team, bundleID: bundle)])
+        let gateway = try TestGateway(redisURL: redisURL, tenants: ["a.yaml": TestGateway.tenantYAML(teamID: team, bundleID: bundle)])
         defer { gateway.stop() }
         let appID = team + "." + bundle
-        try gateway.clearTenantKeys(appID: appID)
-        defer { try? gateway.clearTenantKeys(appID: appID) }
         let challenge = vector["challenge"] as! String
         try #require(Base64.encode(SHA256.hash(challenge.utf8)) == vector["clientDataHash"] as? String)
         try gateway.putChallenge(appID: appID, challenge: challenge)
