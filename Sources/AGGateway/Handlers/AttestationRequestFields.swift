@@ -48,3 +48,29 @@ struct AttestationRequestFields {
         return bytes
     }
 }
+
+extension RequestContext {
+    /// Reads an attestation route's JSON body (up to `server.max_body_bytes`) and parses it with
+    /// `parse`; answers 400 `bad_request` (or the parser's own error) itself, and calls `next`
+    /// only with a request that passed every check that needs no state.
+    func collectAttestationRequest<Request>(_ parse: @escaping ([UInt8]) throws(GatewayError) -> Request,
+                                            next: @escaping (Request) -> Void) {
+        let limit = snapshot.gateway.server.maxBodyBytes
+        request.collectBody(limit: limit) { [self] result in
+            switch result {
+            case .success(let body):
+                do throws(GatewayError) {
+                    next(try parse(body))
+                } catch {
+                    fail(error)
+                }
+            case .failure(.tooLarge):
+                fail(.badRequest("request body exceeds \(limit) bytes"))
+            case .failure(.malformed(let why)):
+                fail(.badRequest("malformed request body: \(why)"))
+            case .failure(.incomplete):
+                break
+            }
+        }
+    }
+}

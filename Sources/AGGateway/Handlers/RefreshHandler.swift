@@ -10,30 +10,12 @@ import Foundation
 /// (counter compare-and-set). A malformed request is refused before either, without a token.
 enum RefreshHandler {
     static func handle(_ context: RequestContext, tenant: Tenant) {
-        let limit = context.snapshot.gateway.server.maxBodyBytes
-        context.request.collectBody(limit: limit) { result in
-            switch result {
-            case .success(let body):
-                do throws(GatewayError) {
-                    process(context, tenant: tenant, request: try RefreshRequest(body: body))
-                } catch {
-                    context.fail(error)
-                }
-            case .failure(.tooLarge):
-                context.fail(.badRequest("request body exceeds \(limit) bytes"))
-            case .failure(.malformed(let why)):
-                context.fail(.badRequest("malformed request body: \(why)"))
-            case .failure(.incomplete):
-                break
-            }
+        context.collectAttestationRequest(RefreshRequest.init(body:)) { request in
+            process(context, tenant: tenant, request: request)
         }
     }
 
     private static func process(_ context: RequestContext, tenant: Tenant, request: RefreshRequest) {
-        guard constantTimeEquals(SHA256.hash(Array(request.challenge.utf8)), request.clientDataHash) else {
-            context.fail(.badRequest("clientDataHash is not the SHA-256 of the challenge"))
-            return
-        }
         let worker = context.worker
         let gateway = context.snapshot.gateway
         let tier = context.effectiveTier(tenant)

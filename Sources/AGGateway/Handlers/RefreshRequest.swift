@@ -1,7 +1,9 @@
+import AGCrypto
 import AGFormats
 import Foundation
 
-/// The validated body of `POST /api/v1/attestation/refresh`.
+/// The validated body of `POST /api/v1/attestation/refresh`: every check that needs no state,
+/// so a malformed request is refused before Redis and spends nothing.
 struct RefreshRequest {
     /// Standard base64 of the 32-byte key id (the form App Attest uses and Redis keys carry).
     let keyID: String
@@ -23,6 +25,9 @@ struct RefreshRequest {
         guard hash.count == 32 else { throw .badRequest("clientDataHash must be a SHA-256 hash (32 bytes)") }
         clientDataHash = hash
         challenge = try fields.challenge()
+        guard constantTimeEquals(SHA256.hash(Array(challenge.utf8)), hash) else {
+            throw .badRequest("clientDataHash is not the SHA-256 of the challenge")
+        }
         subjectID = try fields.subjectID()
     }
 }

@@ -12,23 +12,8 @@ import Foundation
 /// the attestation check, and a `commit` script that stores the key with counter 0.
 enum ValidateHandler {
     static func handle(_ context: RequestContext, tenant: Tenant) {
-        let limit = context.snapshot.gateway.server.maxBodyBytes
-        context.request.collectBody(limit: limit) { result in
-            switch result {
-            case .success(let body):
-                do throws(GatewayError) {
-                    let request = try ValidateRequest(body: body)
-                    context.rateLimit(.validate, tenant: tenant) { prepare(context, tenant: tenant, request: request) }
-                } catch {
-                    context.fail(error)
-                }
-            case .failure(.tooLarge):
-                context.fail(.badRequest("request body exceeds \(limit) bytes"))
-            case .failure(.malformed(let why)):
-                context.fail(.badRequest("malformed request body: \(why)"))
-            case .failure(.incomplete):
-                break
-            }
+        context.collectAttestationRequest(ValidateRequest.init(body:)) { request in
+            context.rateLimit(.validate, tenant: tenant) { prepare(context, tenant: tenant, request: request) }
         }
     }
 

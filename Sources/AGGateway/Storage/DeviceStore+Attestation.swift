@@ -85,17 +85,7 @@ extension DeviceStore {
         redis.evalScript(Self.commitAttestationScript,
                          keys: [Self.deviceKey(tenant, keyID), Self.madKey(tenant, month), subjectKey],
                          args: [keyID, publicKey, environment, receipt, subjectID ?? "", String(Self.monthKeyTTL)]) { result in
-            completion(result.flatMap { value in
-                guard let array = value.array, let status = array.first?.string else {
-                    return .failure(.server("unexpected reply from the attestation commit script"))
-                }
-                guard status == "ok", array.count == 5 else { return .success(.refused(status)) }
-                let subject = array[1].string ?? ""
-                let subscription = array[2].string ?? ""
-                return .success(.committed(subjectID: subject.isEmpty ? nil : subject,
-                                           subscription: subscription.isEmpty ? nil : subscription,
-                                           newlyCounted: array[3].int == 1, monthlyCount: Int(array[4].int ?? 0)))
-            })
+            completion(CommitOutcome.parse(result, script: "attestation commit"))
         }
     }
 }

@@ -146,6 +146,22 @@ final class DeviceStore {
     enum CommitOutcome {
         case committed(subjectID: String?, subscription: String?, newlyCounted: Bool, monthlyCount: Int)
         case refused(String)
+
+        /// A commit script's reply: `{'ok', subject, subscription, newlyCounted, count}` or
+        /// `{refusal}`.
+        static func parse(_ reply: Result<RedisValue, RedisError>, script: String) -> Result<CommitOutcome, RedisError> {
+            reply.flatMap { value in
+                guard let array = value.array, let status = array.first?.string else {
+                    return .failure(.server("unexpected reply from the \(script) script"))
+                }
+                guard status == "ok", array.count == 5 else { return .success(.refused(status)) }
+                let subject = array[1].string ?? ""
+                let subscription = array[2].string ?? ""
+                return .success(.committed(subjectID: subject.isEmpty ? nil : subject,
+                                           subscription: subscription.isEmpty ? nil : subscription,
+                                           newlyCounted: array[3].int == 1, monthlyCount: Int(array[4].int ?? 0)))
+            }
+        }
     }
 
     func commit(tenant: Tenant, keyID: String, month: String, expectedCounter: UInt32, newCounter: UInt32,
@@ -154,17 +170,7 @@ final class DeviceStore {
         redis.evalScript(Self.commitScript,
                          keys: [Self.deviceKey(tenant, keyID), Self.madKey(tenant, month), subjectKey],
                          args: [keyID, String(expectedCounter), String(newCounter), subjectID ?? "", String(Self.monthKeyTTL)]) { result in
-            completion(result.flatMap { value in
-                guard let array = value.array, let status = array.first?.string else {
-                    return .failure(.server("unexpected reply from the commit script"))
-                }
-                guard status == "ok", array.count == 5 else { return .success(.refused(status)) }
-                let subject = array[1].string ?? ""
-                let subscription = array[2].string ?? ""
-                return .success(.committed(subjectID: subject.isEmpty ? nil : subject,
-                                           subscription: subscription.isEmpty ? nil : subscription,
-                                           newlyCounted: array[3].int == 1, monthlyCount: Int(array[4].int ?? 0)))
-            })
+            completion(CommitOutcome.parse(result, script: "commit"))
         }
     }
 
