@@ -22,26 +22,28 @@ let package = Package(
         .target(name: "AGHTTP", dependencies: ["CEvent", "CShims"]),
 
         // Pure domain code.
-        .target(name: "AGFormats", dependencies: ["AGCrypto"]),
+        .target(name: "AGFormats"),
+        .target(name: "AGJOSE", dependencies: ["AGFormats", "AGCrypto"]),
         .target(name: "AGAppAttest", dependencies: ["AGCrypto", "AGFormats"]),
 
         // The gateway and the executable.
-        .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGAppAttest", "AGRedis", "AGHTTP", "CYAML"]),
+        .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGRedis", "AGHTTP", "CYAML"]),
         .executableTarget(name: "attestgate", dependencies: ["AGGateway"]),
 
         // The simulated device client: CLI, scripted demo and load generator.
-        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats"]),
+        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats", "AGJOSE"]),
         .executableTarget(name: "attestgate-device", dependencies: ["AGDevice", "AGCrypto"]),
 
         .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
+        .testTarget(name: "AGJOSETests", dependencies: ["AGJOSE", "AGFormats", "AGCrypto"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
-        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGTestSupport", "AGAppAttest", "AGFormats", "AGRedis"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport", "AGCrypto", "AGFormats", "AGDevice"]),
+        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
         .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP"]),
         .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGAppAttest", "AGFormats", "AGCrypto"]),
-        .target(name: "AGTestSupport", dependencies: ["AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGDevice"], path: "Tests/AGTestSupport"),
+        .target(name: "AGTestSupport", dependencies: ["AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+@testable import AGJOSE
 import AGHTTP
 import Testing
 

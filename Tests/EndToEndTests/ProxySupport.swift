@@ -1,6 +1,7 @@
 import AGCrypto
 import AGDevice
 import AGFormats
+import AGJOSE
 import AGTestSupport
 import Foundation
 

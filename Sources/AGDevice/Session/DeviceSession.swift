@@ -1,5 +1,6 @@
 public import AGCrypto
 import AGFormats
+import AGJOSE
 
 /// Where a device session talks to: the gateway's public listener and, for registering keys,
 /// the admin listener with its bearer token.

@@ -1,4 +1,5 @@
 import AGFormats
+import AGJOSE
 import AGHTTP
 import Foundation
 

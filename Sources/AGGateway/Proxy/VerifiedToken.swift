@@ -1,4 +1,5 @@
 import AGFormats
+import AGJOSE
 import AGHTTP
 
 /// A token whose signature verified, with what every later request needs from it; the

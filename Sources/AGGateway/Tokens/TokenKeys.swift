@@ -1,5 +1,6 @@
 import AGCrypto
 import AGFormats
+import AGJOSE
 import Foundation
 
 /// The token keys of one snapshot: the active signer, a verifier for every configured key, and

@@ -1,6 +1,7 @@
 import AGAppAttest
 import AGCrypto
 import AGFormats
+import AGJOSE
 import Foundation
 import Synchronization
 

@@ -1,3 +1,5 @@
+public import AGFormats
+
 /// Signs JWTs with one key under one `kid`.
 public struct JWTSigner: Sendable {
     public let key: JWSSigningKey

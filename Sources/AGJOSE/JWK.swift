@@ -1,3 +1,4 @@
+public import AGFormats
 internal import AGCrypto
 
 extension JWSVerificationKey {

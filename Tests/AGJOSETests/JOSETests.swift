@@ -1,5 +1,6 @@
 import AGCrypto
 import AGFormats
+import AGJOSE
 import Testing
 
 /// Builds `header.payload.signature` from raw parts, to forge tokens the signer never makes.

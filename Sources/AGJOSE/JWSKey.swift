@@ -1,3 +1,4 @@
+public import AGFormats
 public import AGCrypto
 
 /// The JWS algorithms this gateway signs and verifies with.

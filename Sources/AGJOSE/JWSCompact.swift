@@ -1,3 +1,5 @@
+public import AGFormats
+
 /// The protected header of a JWS.
 public struct JWSHeader: Sendable, Equatable {
     /// `alg` exactly as written in the token.
