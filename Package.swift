@@ -17,9 +17,10 @@ let package = Package(
         .target(name: "CShims", dependencies: ["CEvent", "CHiredis", "COpenSSL"]),
 
         // Thin wrappers over the C libraries.
+        .target(name: "AGEventLoop", dependencies: ["CEvent", "CShims"]),
         .target(name: "AGCrypto", dependencies: ["COpenSSL", "CShims"]),
-        .target(name: "AGRedis", dependencies: ["CEvent", "CHiredis", "CShims"]),
-        .target(name: "AGHTTP", dependencies: ["CEvent", "CShims"]),
+        .target(name: "AGRedis", dependencies: ["AGEventLoop", "CHiredis", "CShims"]),
+        .target(name: "AGHTTP", dependencies: ["AGEventLoop", "CEvent", "CShims"]),
 
         // Pure domain code.
         .target(name: "AGFormats"),

@@ -1,5 +1,6 @@
 internal import CHiredis
 internal import CShims
+internal import AGEventLoop
 
 /// One hiredis async context and the bookkeeping that decides who releases it.
 ///
@@ -23,9 +24,9 @@ final class HiredisContext {
         self.owner = owner
     }
 
-    /// Starts a non-blocking connect attached to `eventBase`, or returns hiredis's error.
+    /// Starts a non-blocking connect attached to `loop`, or returns hiredis's error.
     /// A host name is resolved synchronously by hiredis; use an IP literal to never block the loop.
-    static func connect(to endpoint: RedisURL.Endpoint, eventBase: OpaquePointer,
+    static func connect(to endpoint: RedisURL.Endpoint, loop: EventLoop,
                         owner: RedisClient) -> Result<HiredisContext, RedisError> {
         let connected: UnsafeMutablePointer<redisAsyncContext>?
         switch endpoint {
@@ -41,7 +42,7 @@ final class HiredisContext {
         if case .tcp = endpoint {
             _ = redisEnableKeepAlive(&ac.pointee.c)
         }
-        guard ag_redis_attach_libevent(ac, eventBase) == REDIS_OK else {
+        guard ag_redis_attach_libevent(ac, loop.base) == REDIS_OK else {
             redisAsyncFree(ac)
             return .failure(.unavailable("cannot attach to the event loop"))
         }

@@ -1,6 +1,7 @@
 internal import CHiredis
 internal import CShims
 internal import Glibc
+public import AGEventLoop
 
 /// The connection's life cycle, reported to `RedisClient.onStateChange`.
 public enum RedisConnectionState: Sendable, Hashable {
@@ -48,16 +49,16 @@ public final class RedisClient {
 
     public var isConnected: Bool { state == .connected }
 
-    private let eventBase: OpaquePointer
+    private let loop: EventLoop
     private let ownerThread = pthread_self()
     private var context: HiredisContext?
     private var commands = CommandQueue()
-    private var deadlineTimer: OpaquePointer?
+    private var deadlineTimer: EventTimer?
     private var deadlineTimerArmed = false
-    private var reconnectTimer: OpaquePointer?
+    private var reconnectTimer: EventTimer?
     /// Subscriber connections only: a PING every `timeout`, since a subscriber otherwise never
     /// notices a server that stopped answering.
-    private var healthCheckTimer: OpaquePointer?
+    private var healthCheckTimer: EventTimer?
     private var nextReconnectDelay: Duration
     private let subscription: Subscription?
 
@@ -67,34 +68,27 @@ public final class RedisClient {
         var onMessage: (RedisMessage) -> Void
     }
 
-    /// Starts connecting at once; call on the thread that runs `eventBase`'s loop.
+    /// Starts connecting at once; call on `loop`'s thread.
     /// - Parameters:
-    ///   - eventBase: a libevent `struct event_base *` that outlives the client.
+    ///   - loop: the event loop the client lives on; it must outlive the client.
     ///   - timeout: deadline for every command, and for connect plus handshake.
-    public convenience init(url: RedisURL, eventBase: OpaquePointer, timeout: Duration = .seconds(1),
+    public convenience init(url: RedisURL, loop: EventLoop, timeout: Duration = .seconds(1),
                             reconnectPolicy: RedisReconnectPolicy = .default) {
-        self.init(url: url, eventBase: eventBase, timeout: timeout, reconnectPolicy: reconnectPolicy, subscription: nil)
+        self.init(url: url, loop: loop, timeout: timeout, reconnectPolicy: reconnectPolicy, subscription: nil)
     }
 
-    init(url: RedisURL, eventBase: OpaquePointer, timeout: Duration,
+    init(url: RedisURL, loop: EventLoop, timeout: Duration,
          reconnectPolicy: RedisReconnectPolicy, subscription: Subscription?) {
         self.url = url
-        self.eventBase = eventBase
+        self.loop = loop
         self.timeout = timeout
         self.reconnectPolicy = reconnectPolicy
         self.nextReconnectDelay = reconnectPolicy.initialDelay
         self.subscription = subscription
-        let unretainedSelf = Unmanaged.passUnretained(self).toOpaque()
-        deadlineTimer = ag_evtimer_new(eventBase, { _, _, arg in
-            Unmanaged<RedisClient>.fromOpaque(arg!).takeUnretainedValue().deadlineTimerFired()
-        }, unretainedSelf)
-        reconnectTimer = ag_evtimer_new(eventBase, { _, _, arg in
-            Unmanaged<RedisClient>.fromOpaque(arg!).takeUnretainedValue().reconnectTimerFired()
-        }, unretainedSelf)
+        deadlineTimer = EventTimer(loop: loop) { [unowned self] in deadlineTimerFired() }
+        reconnectTimer = EventTimer(loop: loop) { [unowned self] in reconnectTimerFired() }
         if subscription != nil {
-            healthCheckTimer = ag_evtimer_new(eventBase, { _, _, arg in
-                Unmanaged<RedisClient>.fromOpaque(arg!).takeUnretainedValue().healthCheckTimerFired()
-            }, unretainedSelf)
+            healthCheckTimer = EventTimer(loop: loop) { [unowned self] in healthCheckTimerFired() }
         }
         connect()
     }
@@ -119,9 +113,6 @@ public final class RedisClient {
     public func close() {
         guard state != .closed else { return }
         assertOnLoopThread()
-        for timer in [deadlineTimer, reconnectTimer, healthCheckTimer] {
-            if let timer { ag_event_free(timer) }
-        }
         deadlineTimer = nil
         reconnectTimer = nil
         healthCheckTimer = nil
@@ -169,7 +160,7 @@ public final class RedisClient {
     private func connect() {
         setState(.connecting)
         guard state == .connecting else { return }
-        switch HiredisContext.connect(to: url.endpoint, eventBase: eventBase, owner: self) {
+        switch HiredisContext.connect(to: url.endpoint, loop: loop, owner: self) {
         case .failure(let error):
             connectionEnded(reason: error.reason)
         case .success(let newContext):
@@ -224,8 +215,7 @@ public final class RedisClient {
 
     private func armHealthCheck() {
         guard let healthCheckTimer else { return }
-        var delay = timeval(timeout)
-        ag_evtimer_add(healthCheckTimer, &delay)
+        healthCheckTimer.arm(after: timeout)
     }
 
     private func healthCheckTimerFired() {
@@ -259,8 +249,7 @@ public final class RedisClient {
         lastError = reason
         setState(.disconnected)
         guard state == .disconnected, let reconnectTimer else { return }
-        var delay = timeval(nextReconnectDelay)
-        ag_evtimer_add(reconnectTimer, &delay)
+        reconnectTimer.arm(after: nextReconnectDelay)
         nextReconnectDelay = min(nextReconnectDelay * 2, reconnectPolicy.maximumDelay)
     }
 
@@ -279,8 +268,7 @@ public final class RedisClient {
 
     private func armDeadlineTimer() {
         guard !deadlineTimerArmed, let deadlineTimer, let oldest = commands.firstPending() else { return }
-        var delay = timeval(max(oldest.deadline - .now, .zero))
-        ag_evtimer_add(deadlineTimer, &delay)
+        deadlineTimer.arm(after: max(oldest.deadline - .now, .zero))
         deadlineTimerArmed = true
     }
 
@@ -343,12 +331,5 @@ extension RedisError {
         case .timeout: "timed out"
         case .server(let message): message
         }
-    }
-}
-
-extension timeval {
-    fileprivate init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self.init(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
     }
 }

@@ -1,3 +1,5 @@
+public import AGEventLoop
+
 /// A message received on a subscribed channel.
 public struct RedisMessage: Sendable, Hashable {
     public let channel: String
@@ -21,12 +23,12 @@ public final class RedisSubscriber {
     private let connection: RedisClient
 
     /// Connects and subscribes at once; `onMessage` runs on the loop thread.
-    public init(url: RedisURL, eventBase: OpaquePointer, channels: [String], timeout: Duration = .seconds(1),
+    public init(url: RedisURL, loop: EventLoop, channels: [String], timeout: Duration = .seconds(1),
                 reconnectPolicy: RedisReconnectPolicy = .default, onMessage: @escaping (RedisMessage) -> Void) {
         precondition(!channels.isEmpty, "a subscriber needs at least one channel")
         var unique: [String] = []
         for channel in channels where !unique.contains(channel) { unique.append(channel) }
-        connection = RedisClient(url: url, eventBase: eventBase, timeout: timeout, reconnectPolicy: reconnectPolicy,
+        connection = RedisClient(url: url, loop: loop, timeout: timeout, reconnectPolicy: reconnectPolicy,
                                  subscription: .init(channels: unique, onMessage: onMessage))
     }
 

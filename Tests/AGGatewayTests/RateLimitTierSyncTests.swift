@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGRedis
 import AGTestSupport
 import Foundation
@@ -36,7 +37,7 @@ final class TierTestInstance: Sendable {
         self.loop = loop
         let (store, reloads) = (self.store, self.reloadCounter)
         parts = await loop.make { [loop] base in
-            let parts = Parts(redis: RedisClient(url: url, eventBase: base, timeout: .milliseconds(250)))
+            let parts = Parts(redis: RedisClient(url: url, loop: base, timeout: .milliseconds(250)))
             if sync {
                 let tierSync = TierSync(loop: loop.loop, redisURL: url, store: store,
                                         logger: Logger(level: .error, fileDescriptor: 2),
@@ -156,7 +157,7 @@ struct RateLimitTierSyncTests {
                 try await TestEventLoop.with { listener in
                     let received = Mutex<[String]>([])
                     let subscriber = await listener.make { base in
-                        RedisSubscriber(url: redis.url, eventBase: base, channels: [TierStore.eventsChannel]) { message in
+                        RedisSubscriber(url: redis.url, loop: base, channels: [TierStore.eventsChannel]) { message in
                             received.withLock { $0.append(message.string) }
                         }
                     }

@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGRedis
 import AGTestSupport
 import Synchronization
@@ -15,7 +16,7 @@ struct ClientHarness: Sendable {
         try await TestEventLoop.with { loop in
             let states = StateLog()
             let client = await loop.make { base in
-                let client = RedisClient(url: url, eventBase: base, timeout: timeout,
+                let client = RedisClient(url: url, loop: base, timeout: timeout,
                                          reconnectPolicy: .init(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200)))
                 client.onStateChange = { states.append($0) }
                 return client

@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGRedis
 import AGTestSupport
 import Testing
@@ -133,7 +134,7 @@ import Testing
                 let replies: [RedisValue] = await loop.await { base, done in
                     var db = url
                     db.database = 2
-                    let client = RedisClient(url: db, eventBase: base)
+                    let client = RedisClient(url: db, loop: base)
                     var replies: [RedisValue] = []
                     for command in [["SET", key, "v"], ["GET", key], ["DEL", key]] {
                         client.send(command) { result in

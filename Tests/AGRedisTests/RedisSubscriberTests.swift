@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGRedis
 import AGTestSupport
 import Synchronization
@@ -11,7 +12,7 @@ import Testing
                 let subscriber = await loop.make { base in
                     // A generous health-check timeout: a PING slowed by a loaded machine must not
                     // reconnect the subscriber in the middle of this test.
-                    RedisSubscriber(url: server.url, eventBase: base, channels: ["ag:events", "other", "ag:events"],
+                    RedisSubscriber(url: server.url, loop: base, channels: ["ag:events", "other", "ag:events"],
                                     timeout: .seconds(3),
                                     reconnectPolicy: .init(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))) {
                         sink.yield($0)
@@ -48,7 +49,7 @@ import Testing
             try await TestEventLoop.with { loop in
                 let (messages, sink) = AsyncStream.makeStream(of: RedisMessage.self)
                 let subscriber = await loop.make { base in
-                    RedisSubscriber(url: server.url, eventBase: base, channels: ["ag:events"],
+                    RedisSubscriber(url: server.url, loop: base, channels: ["ag:events"],
                                     timeout: .milliseconds(200),
                                     reconnectPolicy: .init(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))) {
                         sink.yield($0)
@@ -93,7 +94,7 @@ import Testing
             let wrong = wrongPassword
             await TestEventLoop.with { loop in
                 let subscriber = await loop.make { base in
-                    RedisSubscriber(url: wrong, eventBase: base, channels: ["ag:events"]) { _ in }
+                    RedisSubscriber(url: wrong, loop: base, channels: ["ag:events"]) { _ in }
                 }
                 try? await waitUntil(subscriber, is: .disconnected)
                 let (subscribed, lastError) = await loop.submit { _ in

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import AGEventLoop
 import AGGateway
 import AGRedis
 import Foundation
@@ -40,7 +41,7 @@ public final class RateLimitTestInstance: Sendable {
     private init(loop: TestEventLoop, url: RedisURL, localBuckets: LocalBuckets, logger: Logger) async {
         self.loop = loop
         parts = await loop.make { base in
-            let redis = RedisClient(url: url, eventBase: base, timeout: .milliseconds(250),
+            let redis = RedisClient(url: url, loop: base, timeout: .milliseconds(250),
                                     reconnectPolicy: RedisReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100)))
             let parts = Parts(redis: redis, limiter: RateLimiter(redis: redis, localBuckets: localBuckets, logger: logger))
             parts.limiter.onModeChange = { [unowned parts] mode in parts.modeChanges.append(mode) }

@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGHTTP
 import Foundation
 import Synchronization
@@ -42,26 +43,24 @@ public final class TestEventLoop: Sendable {
         thread.id.withLock { id in id.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
-    /// Runs `work` on the loop thread with the raw `event_base` and returns its result.
-    public func submit<T: Sendable>(_ work: @escaping @Sendable (OpaquePointer) -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            loop.execute { [loop] in continuation.resume(returning: work(loop.rawBase)) }
-        }
+    /// Runs `work` on the loop thread with the loop and returns its result.
+    public func submit<T: Sendable>(_ work: @escaping @Sendable (EventLoop) -> T) async -> T {
+        await loop.submit(work)
     }
 
     /// Starts callback-style work on the loop thread and awaits the value it passes to `done`,
     /// which must be called exactly once (a second call traps: useful to catch double completions).
-    public func await<T: Sendable>(_ work: @escaping @Sendable (OpaquePointer, @escaping @Sendable (T) -> Void) -> Void) async -> T {
+    public func await<T: Sendable>(_ work: @escaping @Sendable (EventLoop, @escaping @Sendable (T) -> Void) -> Void) async -> T {
         await withCheckedContinuation { continuation in
             loop.execute { [loop] in
-                work(loop.rawBase) { continuation.resume(returning: $0) }
+                work(loop) { continuation.resume(returning: $0) }
             }
         }
     }
 
     /// Creates a loop-confined value (a client, a server) on the loop thread.
-    public func make<Value>(_ make: @escaping @Sendable (OpaquePointer) -> Value) async -> LoopBound<Value> {
-        await submit { [self] base in LoopBound(make(base), loop: self) }
+    public func make<Value>(_ make: @escaping @Sendable (EventLoop) -> Value) async -> LoopBound<Value> {
+        await submit { loop in LoopBound(make(loop), loop: loop) }
     }
 
     /// Stops the loop and waits for its thread to finish. Close loop-bound resources first.
@@ -78,23 +77,6 @@ public final class TestEventLoop: Sendable {
     }
 }
 
-/// A value that may only be used on one test loop's thread, carried across tasks to get there.
-public struct LoopBound<Value>: @unchecked Sendable {
-    // Invariant: `wrapped` is only read on `loop`'s thread, which `value` checks.
-    private let wrapped: Value
-    public let loop: TestEventLoop
-
-    init(_ value: Value, loop: TestEventLoop) {
-        self.wrapped = value
-        self.loop = loop
-    }
-
-    public var value: Value {
-        precondition(loop.inLoopThread, "LoopBound value used off its loop thread")
-        return wrapped
-    }
-}
-
 /// Runs `body`, then `cleanup`, whether `body` returned or threw: for scoped test resources.
 public func withCleanup<R>(_ body: () async throws -> R, cleanup: () async -> Void) async rethrows -> R {
     let result: R
@@ -106,4 +88,13 @@ public func withCleanup<R>(_ body: () async throws -> R, cleanup: () async -> Vo
     }
     await cleanup()
     return result
+}
+
+extension EventLoop {
+    /// Runs `work` on this loop's thread and returns its result (for tests holding a `LoopBound`).
+    public func submit<T: Sendable>(_ work: @escaping @Sendable (EventLoop) -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            execute { [self] in continuation.resume(returning: work(self)) }
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGHTTP
 
 /// A tiny upstream for the quick start and demos: answers every request with the method, target

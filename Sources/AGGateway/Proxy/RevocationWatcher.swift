@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGFormats
 import AGRedis
 
@@ -28,9 +29,9 @@ final class RevocationWatcher {
 
     /// Subscribes to `channel` on `eventBase`; `retention` gives the current longest token
     /// lifetime plus leeway, read when entries are pruned.
-    init(url: RedisURL, eventBase: OpaquePointer, channel: String, timeout: Duration, logger: Logger,
+    init(url: RedisURL, loop: EventLoop, channel: String, timeout: Duration, logger: Logger,
          retention: @escaping () -> Duration) {
-        let subscriber = RedisSubscriber(url: url, eventBase: eventBase, channels: [channel], timeout: timeout) {
+        let subscriber = RedisSubscriber(url: url, loop: loop, channels: [channel], timeout: timeout) {
             [weak self] message in
             guard let self, let event = Self.deviceEvent(in: message.payload) else { return }
             self.prune(olderThan: retention())

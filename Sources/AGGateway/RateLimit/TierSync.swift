@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGHTTP
 import AGRedis
 
@@ -35,11 +36,11 @@ public final class TierSync {
                 pollInterval: Duration? = .seconds(1)) {
         self.store = store
         self.logger = logger
-        redis = RedisClient(url: redisURL, eventBase: loop.rawBase, timeout: timeout)
+        redis = RedisClient(url: redisURL, loop: loop, timeout: timeout)
         redis.onStateChange = { [unowned self] state in
             if state == .connected { reload() }
         }
-        subscriber = RedisSubscriber(url: redisURL, eventBase: loop.rawBase, channels: [TierStore.eventsChannel],
+        subscriber = RedisSubscriber(url: redisURL, loop: loop, channels: [TierStore.eventsChannel],
                                      timeout: timeout) { [unowned self] message in
             received(message)
         }

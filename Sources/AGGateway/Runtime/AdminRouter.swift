@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGCrypto
 import AGHTTP
 
@@ -95,7 +96,7 @@ struct AdminRouter {
     private func reload(_ context: RequestContext) {
         let loop = worker.loop
         let shared = worker.shared
-        let box = UncheckedBox(context)
+        let box = LoopBound(context, loop: loop)
         shared.control.execute {
             let outcome = shared.reload(trigger: "admin")
             loop.execute {
@@ -113,11 +114,3 @@ struct AdminRouter {
         }
     }
 }
-
-/// Carries a loop-bound object through another thread and back, untouched in between.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    // Invariant: `value` is only dereferenced on the thread that created the box.
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
-

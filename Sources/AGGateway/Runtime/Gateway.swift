@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import AGEventLoop
 import AGHTTP
 import Dispatch
 import Foundation

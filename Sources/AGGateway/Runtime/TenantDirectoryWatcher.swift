@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGHTTP
 import Foundation
 

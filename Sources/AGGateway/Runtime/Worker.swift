@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import AGEventLoop
 import AGHTTP
 import AGRedis
 
@@ -39,7 +40,7 @@ final class Worker {
         self.metrics = shared.metrics.makeWorkerMetrics()
         let snapshot = shared.snapshots.snapshot
         self.accessLog = AccessLogBuffer(loop: loop, sink: shared.accessLog)
-        self.redis = RedisClient(url: snapshot.gateway.redis.url, eventBase: loop.rawBase, timeout: snapshot.gateway.redis.timeout)
+        self.redis = RedisClient(url: snapshot.gateway.redis.url, loop: loop, timeout: snapshot.gateway.redis.timeout)
         self.challenges = ChallengeStore(redis: redis)
         self.devices = DeviceStore(redis: redis)
         let workerMetrics = metrics
@@ -48,7 +49,7 @@ final class Worker {
         }
         self.upstreams = UpstreamPool(loop: loop)
         let snapshots = shared.snapshots
-        self.revocations = RevocationWatcher(url: snapshot.gateway.redis.url, eventBase: loop.rawBase,
+        self.revocations = RevocationWatcher(url: snapshot.gateway.redis.url, loop: loop,
                                              channel: GatewayEvents.channel, timeout: snapshot.gateway.redis.subscriptionTimeout,
                                              logger: shared.logger) {
             snapshots.snapshot.longestTokenLifetime

@@ -1,3 +1,4 @@
+import AGEventLoop
 import AGHTTP
 
 /// One worker's access log lines, written in batches: at 32 KiB, or 100 ms after the first

@@ -1,4 +1,5 @@
 internal import CEvent
+public import AGEventLoop
 
 /// Timeouts and limits of one server.
 public struct HTTPServerConfiguration: Sendable {

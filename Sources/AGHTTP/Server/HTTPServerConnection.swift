@@ -1,4 +1,5 @@
 internal import CEvent
+internal import AGEventLoop
 #if canImport(Glibc)
 import Glibc
 #endif

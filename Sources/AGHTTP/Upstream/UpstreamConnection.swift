@@ -2,6 +2,7 @@
 import Glibc
 #endif
 internal import CEvent
+internal import AGEventLoop
 
 /// One TCP connection to an upstream: connecting, serving one exchange, or idle in the pool.
 ///

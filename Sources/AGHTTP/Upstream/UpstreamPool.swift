@@ -1,4 +1,5 @@
 internal import CEvent
+public import AGEventLoop
 
 /// Keep-alive HTTP/1.1 connections to upstreams, and the forwarding of requests over them.
 ///

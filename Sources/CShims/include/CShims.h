@@ -5,5 +5,4 @@
 #include "ag_hiredis.h"
 #include "ag_openssl.h"
 #include "ag_event.h"
-#include "ag_event_redis.h"
 #endif

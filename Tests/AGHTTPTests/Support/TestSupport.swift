@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Synchronization
+import AGEventLoop
 @testable import AGHTTP
 
 /// A mutable box for handing values across threads in tests; every use is sequenced by a

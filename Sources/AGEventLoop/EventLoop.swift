@@ -1,5 +1,6 @@
 internal import CEvent
 internal import CShims
+internal import Glibc
 import Synchronization
 
 /// One libevent `event_base`, driven by exactly one thread.
@@ -10,7 +11,11 @@ public final class EventLoop: @unchecked Sendable {
     // Invariant: `base` is used only on the loop thread, except `event_active` on `wakeEvent`
     // (made thread-safe by `evthread_use_pthreads` before the base was created) and the
     // mutex-guarded queue.
-    let base: OpaquePointer
+    /// The `event_base`, for the wrapper modules of this package (HTTP, Redis) that attach C
+    /// objects to the loop; it never leaves the package.
+    package let base: OpaquePointer
+    /// The thread running the loop (`pthread_t` bits), 0 until `run()`.
+    private let owner = Atomic<UInt>(0)
     private var wakeEvent: OpaquePointer?
     private let pending = Mutex<[@Sendable () -> Void]>([])
     var signalHandlers: [SignalHandler] = []
@@ -38,12 +43,17 @@ public final class EventLoop: @unchecked Sendable {
         event_base_free(base)
     }
 
-    /// The raw `event_base`, for wrappers in other modules (Redis) that attach to this loop.
-    public var rawBase: OpaquePointer { base }
-
-    /// Runs the loop on the calling thread until `stop()`.
+    /// Runs the loop on the calling thread until `stop()`; that thread owns the loop from now on.
     public func run() {
+        owner.store(UInt(pthread_self()), ordering: .releasing)
         event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
+    }
+
+    /// Whether the caller may touch loop-bound state: it runs on the loop's thread, or the loop
+    /// has not started yet (set-up on the thread that will run it).
+    public var isOwnedByCurrentThread: Bool {
+        let owner = owner.load(ordering: .acquiring)
+        return owner == 0 || pthread_equal(pthread_t(owner), pthread_self()) != 0
     }
 
     /// Runs `work` on the loop thread soon. Safe to call from any thread.
@@ -64,42 +74,6 @@ public final class EventLoop: @unchecked Sendable {
             return taken
         }
         for item in work { item() }
-    }
-}
-
-/// A one-shot or re-armable timer on an event loop. Loop thread only.
-public final class EventTimer {
-    private var event: OpaquePointer?
-    private let callback: () -> Void
-
-    public init(loop: EventLoop, _ callback: @escaping () -> Void) {
-        self.callback = callback
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        event = ag_evtimer_new(loop.base, { _, _, context in
-            Unmanaged<EventTimer>.fromOpaque(context!).takeUnretainedValue().callback()
-        }, context)
-    }
-
-    deinit {
-        if let event { event_free(event) }
-    }
-
-    /// (Re)starts the timer to fire once after `delay`.
-    public func arm(after delay: Duration) {
-        var tv = timeval(delay)
-        ag_evtimer_add(event, &tv)
-    }
-
-    /// Stops the timer if armed.
-    public func cancel() {
-        ag_evtimer_del(event)
-    }
-}
-
-extension timeval {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self.init(tv_sec: Int(max(0, seconds)), tv_usec: Int(max(0, attoseconds / 1_000_000_000_000)))
     }
 }
 
