@@ -26,9 +26,11 @@ let package = Package(
         .target(name: "AGFormats"),
         .target(name: "AGJOSE", dependencies: ["AGFormats", "AGCrypto"]),
         .target(name: "AGAppAttest", dependencies: ["AGCrypto", "AGFormats"]),
+        .target(name: "AGYAML", dependencies: ["CYAML"]),
+        .target(name: "AGConfig", dependencies: ["AGYAML", "AGFormats", "AGAppAttest", "AGRedis"]),
 
         // The gateway and the executable.
-        .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGRedis", "AGHTTP", "CYAML"]),
+        .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGRedis", "AGHTTP", "AGConfig"]),
         .executableTarget(name: "attestgate", dependencies: ["AGGateway"]),
 
         // The simulated device client: CLI, scripted demo and load generator.
@@ -37,14 +39,16 @@ let package = Package(
 
         .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
+        .testTarget(name: "AGYAMLTests", dependencies: ["AGYAML"]),
+        .testTarget(name: "AGConfigTests", dependencies: ["AGConfig", "AGTestSupport", "AGYAML", "AGRedis", "AGFormats", "AGAppAttest"]),
         .testTarget(name: "AGJOSETests", dependencies: ["AGJOSE", "AGFormats", "AGCrypto"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
-        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
+        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGConfig", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
         .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP"]),
         .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGAppAttest", "AGFormats", "AGCrypto"]),
-        .target(name: "AGTestSupport", dependencies: ["AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
+        .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,8 @@
+import AGTestSupport
 import FoundationEssentials
 import Testing
 
+@testable import AGConfig
 @testable import AGGateway
 
 /// Re-reading `tenants/` for a reload, and doing it fast for many tenants.

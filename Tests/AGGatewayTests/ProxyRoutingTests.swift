@@ -1,5 +1,6 @@
 import Testing
 
+@testable import AGConfig
 @testable import AGGateway
 
 /// Route matching and the path form it runs on.

@@ -3,6 +3,7 @@ import AGHTTP
 import Testing
 
 @testable import AGFormats
+@testable import AGConfig
 @testable import AGGateway
 
 /// Token extraction, the per-request claim checks, the token cache and revocation events.

@@ -2,6 +2,7 @@ import AGRedis
 import AGTestSupport
 import Foundation
 import Testing
+@testable import AGConfig
 @testable import AGGateway
 
 /// The Lua script against a real `redis-server`: the same decisions as `TokenBucket`, atomic

@@ -1,5 +1,6 @@
 import AGTestSupport
 import Testing
+@testable import AGConfig
 @testable import AGGateway
 
 /// Tier overlay rules, number validation and change events: no Redis involved.

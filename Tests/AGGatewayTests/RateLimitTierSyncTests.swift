@@ -4,6 +4,7 @@ import AGTestSupport
 import Foundation
 import Synchronization
 import Testing
+@testable import AGConfig
 @testable import AGGateway
 
 /// One simulated instance for tier tests: a loop, a command connection, a `TierStore`, and

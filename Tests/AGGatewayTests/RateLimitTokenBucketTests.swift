@@ -1,3 +1,4 @@
+import AGConfig
 import AGGateway
 import Testing
 

@@ -3,6 +3,7 @@ import AGTestSupport
 import Foundation
 import Synchronization
 import Testing
+@testable import AGConfig
 @testable import AGGateway
 
 /// `RateLimiter` outcomes, headers, and what it does while Redis is gone and after it returns.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import AGEventLoop
+import AGConfig
 import AGGateway
 import AGRedis
 import Foundation

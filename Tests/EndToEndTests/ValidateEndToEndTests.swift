@@ -1,4 +1,5 @@
 import AGCrypto
+import AGConfig
 import AGGateway
 import AGDevice
 import AGFormats

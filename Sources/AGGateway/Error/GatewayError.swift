@@ -1,3 +1,4 @@
+import AGConfig
 import AGHTTP
 
 /// An error answered to a client: HTTP status, stable machine-readable code, message.

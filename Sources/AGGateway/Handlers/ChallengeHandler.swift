@@ -1,3 +1,4 @@
+import AGConfig
 import Foundation
 
 /// `GET /api/v1/attestation/challenge`: a single-use challenge, valid for `challenge.ttl`.

@@ -1,3 +1,4 @@
+import AGConfig
 import AGCrypto
 import AGFormats
 import Foundation

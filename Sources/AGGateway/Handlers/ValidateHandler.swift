@@ -1,3 +1,4 @@
+import AGConfig
 import AGAppAttest
 import AGCrypto
 import AGFormats

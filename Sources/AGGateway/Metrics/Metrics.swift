@@ -1,3 +1,4 @@
+import AGConfig
 import Synchronization
 
 /// Prometheus counters and histograms shared by all workers.

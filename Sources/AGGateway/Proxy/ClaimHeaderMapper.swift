@@ -1,3 +1,4 @@
+import AGConfig
 import AGFormats
 
 /// Turns verified claims into the header fields a tenant's `forward.claims` asks for.

@@ -1,3 +1,4 @@
+import AGConfig
 import AGHTTP
 
 /// What a tenant's forwarded requests look like, derived once per snapshot from its

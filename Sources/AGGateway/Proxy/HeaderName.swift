@@ -1,3 +1,5 @@
+import AGConfig
+
 /// Header-name comparisons in the form the anti-spoofing rule reads names: ASCII lower-case,
 /// with `_` read as `-` (some frameworks turn `X_Attest_Key_Id` into `X-Attest-Key-Id`).
 /// Compares byte by byte, without allocating, because it runs for every inbound field.

@@ -1,3 +1,5 @@
+import AGConfig
+
 /// The proxy's contract errors (DESIGN section 6).
 extension GatewayError {
     static let tokenMissing: GatewayError = {

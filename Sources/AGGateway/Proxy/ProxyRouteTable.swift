@@ -1,3 +1,5 @@
+import AGConfig
+
 /// A tenant's `routes`, ordered for longest-prefix matching; built once per snapshot.
 ///
 /// Matching is segment-aware: a prefix matches the path equal to it, or a path continuing it

@@ -1,3 +1,4 @@
+import AGConfig
 import AGEventLoop
 import AGFormats
 import AGRedis

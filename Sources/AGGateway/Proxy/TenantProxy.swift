@@ -1,3 +1,4 @@
+import AGConfig
 import AGHTTP
 
 /// Everything the proxy needs about one tenant, assembled when the snapshot is built: the

@@ -1,3 +1,5 @@
+import AGConfig
+
 /// A worker's bounded cache of signature-verified tokens, keyed by the token string.
 ///
 /// A hit skips the signature check (the dominant cost of a proxied request); everything that

@@ -1,3 +1,5 @@
+import AGConfig
+
 /// A tenant's token buckets (`ag:{APPID}:rl:<bucket>`).
 public enum TenantBucket: String, Sendable, Hashable, CaseIterable {
     /// Validate and refresh share it.

@@ -1,3 +1,4 @@
+import AGConfig
 import Synchronization
 
 /// In-process token buckets, one per key for the whole instance, used while Redis is

@@ -1,3 +1,4 @@
+import AGConfig
 import AGRedis
 
 /// The token-bucket decision as one Redis Lua script: `TokenBucket`'s maths, atomically, on

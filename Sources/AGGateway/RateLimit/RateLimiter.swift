@@ -1,3 +1,4 @@
+import AGConfig
 import AGRedis
 
 /// What a limited route does when Redis cannot answer.

@@ -1,3 +1,4 @@
+import AGConfig
 import AGFormats
 import AGRedis
 

@@ -1,3 +1,4 @@
+import AGConfig
 import AGRedis
 
 /// The admin API's tier changes. Each one writes its hash and publishes the change on

@@ -1,3 +1,4 @@
+import AGConfig
 import Synchronization
 
 /// One immutable, validated view of the configuration plus everything derived from it.

@@ -1,3 +1,4 @@
+import AGConfig
 import AGHTTP
 
 /// One request as it travels the pipeline: the snapshot it started with, its id, its tenant,

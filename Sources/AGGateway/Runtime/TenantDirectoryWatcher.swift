@@ -1,3 +1,4 @@
+import AGConfig
 import AGEventLoop
 import AGHTTP
 import Foundation

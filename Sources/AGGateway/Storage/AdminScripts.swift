@@ -1,3 +1,4 @@
+import AGConfig
 import AGRedis
 
 /// Scripts behind admin calls that must change state and announce it atomically.

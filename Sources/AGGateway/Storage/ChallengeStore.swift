@@ -1,3 +1,4 @@
+import AGConfig
 import AGRedis
 
 /// Single-use challenges in Redis: `ag:{APPID}:ch:<challenge>` holds the issue time in ms (Redis

@@ -1,3 +1,5 @@
+import AGConfig
+
 /// Appends one flat JSON object to a string: the fast path for log lines and error envelopes.
 ///
 /// Values are escaped per RFC 8259; keys are trusted literals from our own code.

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import AGConfig
 import Glibc
 #endif
 import Foundation

@@ -1,3 +1,5 @@
+import AGConfig
+
 /// Request identifiers: the client's own when it sent a sane one, else a fresh random UUID.
 public enum RequestID {
     /// Accepts 1–128 characters from `[A-Za-z0-9._:-]`, so an echoed id can never inject

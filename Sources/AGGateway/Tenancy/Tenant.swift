@@ -1,3 +1,5 @@
+import AGConfig
+
 /// A tenant as requests see it: its configuration plus what is derived from it once per snapshot.
 final class Tenant: Sendable {
     let config: TenantConfig

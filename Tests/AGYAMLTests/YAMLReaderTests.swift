@@ -1,6 +1,6 @@
 import Testing
 
-@testable import AGGateway
+@testable import AGYAML
 
 /// The libyaml wrapper: node tree, locations and the YAML features it refuses.
 @Suite struct ConfigYAMLReaderTests {

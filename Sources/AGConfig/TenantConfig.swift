@@ -1,3 +1,4 @@
+import AGYAML
 public import AGFormats
 public import AGAppAttest
 /// The validated contents of one `tenants/<name>.yaml`.

@@ -2,7 +2,7 @@ import AGRedis
 import AGFormats
 import Testing
 
-@testable import AGGateway
+@testable import AGConfig
 
 /// Notations inside configuration values: durations, sizes, addresses, URLs, JSON values.
 @Suite struct ConfigSyntaxTests {

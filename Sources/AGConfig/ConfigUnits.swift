@@ -4,9 +4,9 @@
 /// refused rather than read as seconds, because `timeout: 250` is as likely meant as milliseconds.
 /// Sizes are a plain byte count or an integer with a binary unit: `64KiB`, `1MiB`, `1GiB`; decimal
 /// units (`KB`, `MB`) are refused because they are routinely read both ways.
-enum ConfigUnits {
-    static let durationExamples = "250ms, 30s, 5m, 1h or 7d"
-    static let sizeExamples = "1048576, 64KiB, 1MiB or 1GiB"
+public enum ConfigUnits {
+    public static let durationExamples = "250ms, 30s, 5m, 1h or 7d"
+    public static let sizeExamples = "1048576, 64KiB, 1MiB or 1GiB"
 
     private static let durationUnits: [(suffix: String, milliseconds: Int64)] = [
         ("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000),
@@ -17,7 +17,7 @@ enum ConfigUnits {
     ]
 
     /// `nil` when `text` is not `<digits><unit>` or overflows.
-    static func parseDuration(_ text: String) -> Duration? {
+    public static func parseDuration(_ text: String) -> Duration? {
         let (digits, unit) = split(text)
         guard !digits.isEmpty, digits.count <= 15, let count = Int64(digits),
               let multiplier = durationUnits.first(where: { $0.suffix[...] == unit })?.milliseconds
@@ -28,7 +28,7 @@ enum ConfigUnits {
     }
 
     /// `nil` when `text` is neither a byte count nor `<digits><binary unit>`, or overflows.
-    static func parseByteSize(_ text: String) -> Int? {
+    public static func parseByteSize(_ text: String) -> Int? {
         let (digits, unit) = split(text)
         guard !digits.isEmpty, digits.count <= 19, let count = Int(digits) else { return nil }
         guard !unit.isEmpty else { return count }

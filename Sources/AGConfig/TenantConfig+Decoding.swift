@@ -1,3 +1,4 @@
+import AGYAML
 import AGAppAttest
 import AGFormats
 extension TenantConfig {
@@ -12,10 +13,10 @@ extension TenantConfig {
     }
 
     /// Paths the gateway answers itself; routes may not claim them or anything under them.
-    static let reservedPaths = ["/api/v1/attestation", "/.well-known", "/healthz", "/readyz"]
+    public static let reservedPaths = ["/api/v1/attestation", "/.well-known", "/healthz", "/readyz"]
 
     /// Claims a token can carry (section 4 of the design); `custom_claims` may be followed by any path.
-    static let knownClaims = ["iss", "aud", "sub", "iat", "nbf", "exp", "jti", "team_id", "bundle_id", "subject_id",
+    public static let knownClaims = ["iss", "aud", "sub", "iat", "nbf", "exp", "jti", "team_id", "bundle_id", "subject_id",
                               "custom_claims"]
 
     /// Headers the proxy manages itself, which a claim or the payload may not be forwarded in.
@@ -28,7 +29,7 @@ extension TenantConfig {
     /// Decodes one tenant file against the gateway it will run in (tiers, token defaults, test CA).
     /// Returns the tenant and the line naming its App ID (for duplicate reports), or `nil` when
     /// the App ID itself is unusable.
-    static func decode(_ root: YAMLNode?, sourcePath: String, gateway: GatewayConfig,
+    public static func decode(_ root: YAMLNode?, sourcePath: String, gateway: GatewayConfig,
                        decoder d: ConfigDecoder) -> (tenant: TenantConfig, appIDLine: Int)? {
         let top = d.rootMapping(root, allowed: Keys.root)
         let teamID = top.required("team_id").flatMap { field -> String? in
@@ -82,7 +83,7 @@ extension TenantConfig {
     }
 
     /// Dot-separated parts of ASCII letters, digits and `-`, at least two parts, at most 155 characters.
-    static func isBundleID(_ text: String) -> Bool {
+    public static func isBundleID(_ text: String) -> Bool {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         return text.count <= 155 && parts.count >= 2 && parts.allSatisfy { part in
             !part.isEmpty && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
@@ -90,14 +91,14 @@ extension TenantConfig {
     }
 
     /// An RFC 9110 field name: one or more token characters.
-    static func isHeaderName(_ text: String) -> Bool {
+    public static func isHeaderName(_ text: String) -> Bool {
         !text.isEmpty && text.allSatisfy { character in
             character.isASCII && (character.isLetter || character.isNumber || "!#$%&'*+-.^_`|~".contains(character))
         }
     }
 
     /// Header names compare as the anti-spoofing filter sees them: lower-cased, `_` read as `-`.
-    static func normalizedHeader(_ name: String) -> String {
+    public static func normalizedHeader(_ name: String) -> String {
         String(name.lowercased().map { $0 == "_" ? "-" : $0 })
     }
 

@@ -1,22 +1,20 @@
+import AGConfig
 import FoundationEssentials
-import Testing
-
-@testable import AGGateway
 
 /// A throwaway copy of the shipped `conf/` in a temporary directory, with the files `scripts/run`
 /// would create (`.run/admin-token`, `.run/keys/dev-es256-1.pem`) so the loader finds them.
-final class ConfigFixture {
-    let root: String
-    var gatewayPath: String { root + "/conf/gateway.yaml" }
+public final class ConfigFixture {
+    public let root: String
+    public var gatewayPath: String { root + "/conf/gateway.yaml" }
 
-    static let shippedConf: String = {
+    public static let shippedConf: String = {
         let testFile = "\(#filePath)"
         let repo = testFile.split(separator: "/").dropLast(3).joined(separator: "/")
         return "/" + repo + "/conf"
     }()
 
     /// Smallest valid gateway.yaml (the key file comes from `.run/`, as in the shipped one).
-    static let minimalGateway = """
+    public static let minimalGateway = """
         tokens:
           issuer: test-issuer
           keys:
@@ -26,13 +24,13 @@ final class ConfigFixture {
         """
 
     /// Smallest valid tenant file.
-    static let minimalTenant = """
+    public static let minimalTenant = """
         team_id: ABCDE12345
         bundle_id: com.example.app
 
         """
 
-    init() throws {
+    public init() throws {
         root = "/tmp/attestgate-config-tests-\(UUID().uuidString)"
         let files = FileManager.default
         try files.createDirectory(atPath: root + "/.run/keys", withIntermediateDirectories: true)
@@ -46,36 +44,29 @@ final class ConfigFixture {
     }
 
     /// Writes `text` to `relative` (below the fixture root), creating directories.
-    func write(_ relative: String, _ text: String) throws {
+    public func write(_ relative: String, _ text: String) throws {
         let path = root + "/" + relative
         try FileManager.default.createDirectory(atPath: ConfigFiles.directory(of: path), withIntermediateDirectories: true)
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
     }
 
-    func remove(_ relative: String) throws {
+    public func remove(_ relative: String) throws {
         try FileManager.default.removeItem(atPath: root + "/" + relative)
     }
 
-    func makeDirectory(_ relative: String) throws {
+    public func makeDirectory(_ relative: String) throws {
         try FileManager.default.createDirectory(atPath: root + "/" + relative, withIntermediateDirectories: true)
     }
 
     /// Problem lines of `check`, with the fixture root removed so expectations read `conf/...`.
-    func problems(path: String? = nil) -> [String] {
+    public func problems(path: String? = nil) -> [String] {
         ConfigLoader.check(path: path ?? gatewayPath).map { $0.replacingOccurrences(of: root + "/", with: "") }
     }
 }
 
 extension String {
     /// FoundationEssentials has no `replacingOccurrences`; a small stand-in for tests.
-    func replacingOccurrences(of target: String, with replacement: String) -> String {
+    public func replacingOccurrences(of target: String, with replacement: String) -> String {
         split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
-    }
-}
-
-@Suite struct ConfigFixtureTests {
-    @Test func fixtureFindsTheShippedConfiguration() {
-        #expect(ConfigFiles.unreadableReason(ConfigFixture.shippedConf + "/gateway.yaml") == nil)
-        #expect(ConfigFiles.unreadableReason(ConfigFixture.shippedConf + "/tenants/example.yaml") == nil)
     }
 }

@@ -1,9 +1,9 @@
 /// Validation of the host part of listen addresses and URLs.
-enum HostName {
+public enum HostName {
     /// A DNS name (`localhost`, `redis.internal`) made of 1–63 character labels of letters, digits
     /// and inner hyphens; at most 253 characters. An all-numeric last label is refused so that a
     /// mistyped IPv4 address (`256.0.0.1`) is not taken for a name.
-    static func isValidDNSName(_ text: some StringProtocol) -> Bool {
+    public static func isValidDNSName(_ text: some StringProtocol) -> Bool {
         guard !text.isEmpty, text.utf8.count <= 253 else { return false }
         let labels = text.split(separator: ".", omittingEmptySubsequences: false)
         guard let last = labels.last, !last.allSatisfy(\.isASCIIDigit) else { return false }
@@ -16,7 +16,7 @@ enum HostName {
 
     /// Splits `host:port` / `[v6]:port` into an unbracketed host and the port text; `nil` when the
     /// shape is wrong. The host is validated as an IP literal (IPv6 only in brackets) or DNS name.
-    static func splitHostPort(_ text: Substring) -> (host: String, isIPv6: Bool, port: Substring?)? {
+    public static func splitHostPort(_ text: Substring) -> (host: String, isIPv6: Bool, port: Substring?)? {
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { return nil }
             let host = text[text.index(after: text.startIndex)..<close]
@@ -34,12 +34,12 @@ enum HostName {
     }
 
     /// `host:port`, with an IPv6 host in brackets.
-    static func authority(host: String, port: Int) -> String {
+    public static func authority(host: String, port: Int) -> String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
     /// A decimal port 0–65535 without sign or leading zeros.
-    static func parsePort(_ text: Substring) -> Int? {
+    public static func parsePort(_ text: Substring) -> Int? {
         guard (1...5).contains(text.count), text.allSatisfy(\.isASCIIDigit),
               text == "0" || !text.hasPrefix("0"), let port = Int(text), port <= 65_535
         else { return nil }
@@ -48,7 +48,7 @@ enum HostName {
 
     /// The authority at the start of a URL remainder (`host[:port]` up to the first `/`), with
     /// `defaultPort` when none is given; ports must be 1–65535. Returns what follows the authority.
-    static func parseAuthority(_ text: Substring, defaultPort: Int)
+    public static func parseAuthority(_ text: Substring, defaultPort: Int)
         -> (host: String, isIPv6: Bool, port: Int, rest: Substring)? {
         let end = text.firstIndex(of: "/") ?? text.endIndex
         guard let parts = splitHostPort(text[..<end]) else { return nil }

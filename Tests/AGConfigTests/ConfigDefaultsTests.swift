@@ -1,9 +1,10 @@
+import AGTestSupport
 import AGAppAttest
 import AGFormats
 import FoundationEssentials
 import Testing
 
-@testable import AGGateway
+@testable import AGConfig
 
 /// What a minimal configuration means, and how explicit values override it.
 @Suite struct ConfigDefaultsTests {

@@ -1,8 +1,9 @@
+import AGTestSupport
 import AGFormats
 import FoundationEssentials
 import Testing
 
-@testable import AGGateway
+@testable import AGConfig
 
 @Suite struct ConfigLoaderTests {
     @Test func shippedConfigurationLoads() throws {

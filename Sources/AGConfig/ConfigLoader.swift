@@ -1,3 +1,4 @@
+import AGYAML
 /// Reads, parses and validates the configuration: `gateway.yaml` and every tenant file.
 ///
 /// Pure apart from reading files: no network, no event loop, safe to call from any thread, so a

@@ -1,10 +1,11 @@
+import AGYAML
 import AGRedis
 extension GatewayConfig {
-    static let defaultListen = ListenAddress("0.0.0.0:8080")!
-    static let defaultAdminListen = ListenAddress("127.0.0.1:9901")!
-    static let defaultRedis = RedisURL(endpoint: .tcp(host: "127.0.0.1", port: 6379))
-    static let defaultAdminTokenFile = "../.run/admin-token"
-    static let defaultRootCAFile = "Apple_App_Attestation_Root_CA.pem"
+    public static let defaultListen = ListenAddress("0.0.0.0:8080")!
+    public static let defaultAdminListen = ListenAddress("127.0.0.1:9901")!
+    public static let defaultRedis = RedisURL(endpoint: .tcp(host: "127.0.0.1", port: 6379))
+    public static let defaultAdminTokenFile = "../.run/admin-token"
+    public static let defaultRootCAFile = "Apple_App_Attestation_Root_CA.pem"
 
     private enum Keys {
         static let root = ["server", "admin", "redis", "tokens", "challenge", "tiers", "ip_limits", "rate_limits",
@@ -28,7 +29,7 @@ extension GatewayConfig {
 
     /// Decodes `gateway.yaml`; problems go to `decoder`, and defaults stand in for bad values so
     /// the rest of the file is still checked.
-    static func decode(_ root: YAMLNode?, sourcePath: String, decoder d: ConfigDecoder) -> GatewayConfig {
+    public static func decode(_ root: YAMLNode?, sourcePath: String, decoder d: ConfigDecoder) -> GatewayConfig {
         let directory = ConfigFiles.directory(of: sourcePath)
         let files = ReferencedFiles(decoder: d, directory: directory)
         let top = d.rootMapping(root, allowed: Keys.root)

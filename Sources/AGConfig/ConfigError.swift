@@ -1,3 +1,4 @@
+import AGYAML
 /// One thing wrong with the configuration, located in a file.
 ///
 /// Renders as `file:line: key.path: what is wrong`; the line is left out when a problem concerns

@@ -117,12 +117,12 @@ struct YAMLEvent: Sendable {
 /// Configuration YAML is deliberately plain: anchors, aliases and tags are refused (aliases make
 /// "billion laughs" documents possible and hide where a value came from), keys must be scalars
 /// and unique within their mapping, only one document per file, and nesting is bounded.
-enum YAMLReader {
+public enum YAMLReader {
     /// Deepest nesting of sequences and mappings accepted.
-    static let maximumDepth = 64
+    public static let maximumDepth = 64
 
     /// The root node, or `nil` for a file holding no document at all (empty or only comments).
-    static func parse(_ bytes: [UInt8], file: String) throws(YAMLError) -> YAMLNode? {
+    public static func parse(_ bytes: [UInt8], file: String) throws(YAMLError) -> YAMLNode? {
         guard !bytes.isEmpty else { return nil }
         let result: Result<YAMLNode?, YAMLError> = bytes.withUnsafeBufferPointer { buffer in
             do throws(YAMLError) {
@@ -141,7 +141,7 @@ enum YAMLReader {
     }
 
     /// Convenience for tests and inline documents.
-    static func parse(_ text: String, file: String) throws(YAMLError) -> YAMLNode? {
+    public static func parse(_ text: String, file: String) throws(YAMLError) -> YAMLNode? {
         try parse(Array(text.utf8), file: file)
     }
 }

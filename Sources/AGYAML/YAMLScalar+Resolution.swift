@@ -1,6 +1,6 @@
 extension YAMLScalar {
     /// A scalar typed by the YAML 1.2 core schema (decimal integers only; no octal or hex).
-    enum Resolved: Sendable, Hashable {
+    public enum Resolved: Sendable, Hashable {
         case null
         case bool(Bool)
         case int(Int)
@@ -10,7 +10,7 @@ extension YAMLScalar {
 
     /// The value of this scalar under the core schema. Plain integers too large for `Int` stay strings,
     /// so callers asking for an integer can say "out of range" instead of "not a number".
-    var resolved: Resolved {
+    public var resolved: Resolved {
         guard isPlain else { return .string(text) }
         switch text {
         case "", "~", "null", "Null", "NULL": return .null
@@ -31,7 +31,7 @@ extension YAMLScalar {
     }
 
     /// `[-+]?[0-9]+`
-    static func isDecimalInteger(_ text: String) -> Bool {
+    public static func isDecimalInteger(_ text: String) -> Bool {
         var bytes = Substring(text).utf8[...]
         if let first = bytes.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
             bytes = bytes.dropFirst()
@@ -40,7 +40,7 @@ extension YAMLScalar {
     }
 
     /// `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`
-    static func isDecimalFloat(_ text: String) -> Bool {
+    public static func isDecimalFloat(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         var index = 0
         func digits() -> Int {

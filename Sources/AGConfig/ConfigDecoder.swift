@@ -1,29 +1,30 @@
+import AGYAML
 import AGFormats
 /// A value in the YAML tree together with its key path, ready to be decoded.
-struct ConfigField {
-    let node: YAMLNode
-    let path: ConfigKeyPath
+public struct ConfigField {
+    public let node: YAMLNode
+    public let path: ConfigKeyPath
     /// Line of the key that introduced the value (the value's own line for sequence items and roots).
-    let keyLine: Int
+    public let keyLine: Int
 
-    var line: Int { node.location.line }
+    public var line: Int { node.location.line }
 
     /// `true` for `key:` with nothing after it, `~` or `null`.
-    var isNull: Bool {
+    public var isNull: Bool {
         if case .scalar(let scalar) = node.content, scalar.resolved == .null { return true }
         return false
     }
 }
 
 /// The keys of one YAML mapping, after unknown keys were reported.
-struct ConfigMapping {
-    let path: ConfigKeyPath
+public struct ConfigMapping {
+    public let path: ConfigKeyPath
     /// Where "missing key" problems point: the line of the key that introduced the mapping.
-    let line: Int
+    public let line: Int
     private let fields: [String: ConfigField]
     private let decoder: ConfigDecoder
 
-    init(path: ConfigKeyPath, line: Int, fields: [String: ConfigField], decoder: ConfigDecoder) {
+    public init(path: ConfigKeyPath, line: Int, fields: [String: ConfigField], decoder: ConfigDecoder) {
         self.path = path
         self.line = line
         self.fields = fields
@@ -31,16 +32,16 @@ struct ConfigMapping {
     }
 
     /// The value of `key`, including explicit nulls.
-    func raw(_ key: String) -> ConfigField? { fields[key] }
+    public func raw(_ key: String) -> ConfigField? { fields[key] }
 
     /// The value of `key`; `nil` when absent or null (the default applies).
-    subscript(_ key: String) -> ConfigField? {
+    public subscript(_ key: String) -> ConfigField? {
         guard let field = fields[key], !field.isNull else { return nil }
         return field
     }
 
     /// The value of `key`, reporting it when absent or null.
-    func required(_ key: String) -> ConfigField? {
+    public func required(_ key: String) -> ConfigField? {
         guard let field = fields[key] else {
             decoder.report(line: line, path: path.key(key), "missing required key")
             return nil
@@ -58,26 +59,26 @@ struct ConfigMapping {
 ///
 /// Each `decode` function returns `nil` after reporting a problem; callers then fall back to
 /// the default so decoding can continue, and the problem list decides the outcome.
-final class ConfigDecoder {
-    let file: String
+public final class ConfigDecoder {
+    public let file: String
     private(set) var problems: [ConfigProblem] = []
 
-    init(file: String) {
+    public init(file: String) {
         self.file = file
     }
 
-    func report(line: Int?, path: ConfigKeyPath, _ message: String) {
+    public func report(line: Int?, path: ConfigKeyPath, _ message: String) {
         problems.append(ConfigProblem(file: file, line: line, keyPath: path.description, message: message))
     }
 
-    func report(_ field: ConfigField, _ message: String) {
+    public func report(_ field: ConfigField, _ message: String) {
         report(line: field.line, path: field.path, message)
     }
 
     // MARK: Structure
 
     /// The root of a document; an empty file is an empty mapping.
-    func rootMapping(_ root: YAMLNode?, allowed: [String]) -> ConfigMapping {
+    public func rootMapping(_ root: YAMLNode?, allowed: [String]) -> ConfigMapping {
         guard let root else {
             return ConfigMapping(path: .root, line: 1, fields: [:], decoder: self)
         }
@@ -86,7 +87,7 @@ final class ConfigDecoder {
     }
 
     /// A mapping whose keys must all be in `allowed`; unknown keys are reported with the allowed list.
-    func mapping(_ field: ConfigField, allowed: [String]) -> ConfigMapping? {
+    public func mapping(_ field: ConfigField, allowed: [String]) -> ConfigMapping? {
         guard case .mapping(let entries) = field.node.content else {
             report(field, "expected a mapping, got \(Self.describe(field.node))")
             return nil
@@ -109,7 +110,7 @@ final class ConfigDecoder {
     }
 
     /// A mapping with free-form keys (tiers, claim maps), in file order.
-    func entries(_ field: ConfigField) -> [(key: String, field: ConfigField)]? {
+    public func entries(_ field: ConfigField) -> [(key: String, field: ConfigField)]? {
         guard case .mapping(let entries) = field.node.content else {
             report(field, "expected a mapping, got \(Self.describe(field.node))")
             return nil
@@ -120,7 +121,7 @@ final class ConfigDecoder {
     }
 
     /// The items of a sequence.
-    func sequence(_ field: ConfigField) -> [ConfigField]? {
+    public func sequence(_ field: ConfigField) -> [ConfigField]? {
         guard case .sequence(let items) = field.node.content else {
             report(field, "expected a list, got \(Self.describe(field.node))")
             return nil
@@ -134,7 +135,7 @@ final class ConfigDecoder {
 
     /// A non-empty string. Plain numbers are taken as written (a team ID may be all digits);
     /// booleans and nulls are refused.
-    func string(_ field: ConfigField) -> String? {
+    public func string(_ field: ConfigField) -> String? {
         guard case .scalar(let scalar) = field.node.content else {
             report(field, "expected a string, got \(Self.describe(field.node))")
             return nil
@@ -152,7 +153,7 @@ final class ConfigDecoder {
         }
     }
 
-    func bool(_ field: ConfigField) -> Bool? {
+    public func bool(_ field: ConfigField) -> Bool? {
         if case .scalar(let scalar) = field.node.content, case .bool(let value) = scalar.resolved {
             return value
         }
@@ -161,7 +162,7 @@ final class ConfigDecoder {
     }
 
     /// A plain decimal integer within `range`.
-    func int(_ field: ConfigField, in range: ClosedRange<Int>) -> Int? {
+    public func int(_ field: ConfigField, in range: ClosedRange<Int>) -> Int? {
         guard case .scalar(let scalar) = field.node.content, scalar.isPlain,
               YAMLScalar.isDecimalInteger(scalar.text)
         else {
@@ -176,7 +177,7 @@ final class ConfigDecoder {
     }
 
     /// A number (integer or decimal) within `range`.
-    func double(_ field: ConfigField, in range: ClosedRange<Double>, rangeText: String) -> Double? {
+    public func double(_ field: ConfigField, in range: ClosedRange<Double>, rangeText: String) -> Double? {
         guard case .scalar(let scalar) = field.node.content else {
             report(field, "expected a number, got \(Self.describe(field.node))")
             return nil
@@ -197,7 +198,7 @@ final class ConfigDecoder {
     }
 
     /// One of an enum's raw values, e.g. `expected one of required, none, got "maybe"`.
-    func oneOf<Value: RawRepresentable & CaseIterable>(_ field: ConfigField, _: Value.Type) -> Value?
+    public func oneOf<Value: RawRepresentable & CaseIterable>(_ field: ConfigField, _: Value.Type) -> Value?
     where Value.RawValue == String {
         if case .scalar(let scalar) = field.node.content, let value = Value(rawValue: scalar.text) {
             return value
@@ -208,7 +209,7 @@ final class ConfigDecoder {
     }
 
     /// A duration such as `250ms` or `7d`; zero only when `allowZero` (`0s`).
-    func duration(_ field: ConfigField, allowZero: Bool = false) -> Duration? {
+    public func duration(_ field: ConfigField, allowZero: Bool = false) -> Duration? {
         guard case .scalar(let scalar) = field.node.content, let value = ConfigUnits.parseDuration(scalar.text) else {
             var message = "expected a duration like \(ConfigUnits.durationExamples), got \(Self.describe(field.node))"
             if case .scalar(let scalar) = field.node.content, YAMLScalar.isDecimalInteger(scalar.text) {
@@ -225,7 +226,7 @@ final class ConfigDecoder {
     }
 
     /// A byte size such as `1048576` or `64KiB`, at least 1.
-    func byteSize(_ field: ConfigField) -> Int? {
+    public func byteSize(_ field: ConfigField) -> Int? {
         guard case .scalar(let scalar) = field.node.content, let value = ConfigUnits.parseByteSize(scalar.text) else {
             var message = "expected a size like \(ConfigUnits.sizeExamples), got \(Self.describe(field.node))"
             if case .scalar(let scalar) = field.node.content,
@@ -245,7 +246,7 @@ final class ConfigDecoder {
     // MARK: Rendering
 
     /// How a node appears in messages: quoted strings, bare numbers and booleans, kinds for collections.
-    static func describe(_ node: YAMLNode) -> String {
+    public static func describe(_ node: YAMLNode) -> String {
         switch node.content {
         case .mapping: return "a mapping"
         case .sequence: return "a list"
@@ -260,7 +261,7 @@ final class ConfigDecoder {
     }
 
     /// A string in double quotes with quotes, backslashes and control characters escaped.
-    static func quoted(_ text: String) -> String {
+    public static func quoted(_ text: String) -> String {
         JSONValue.string(text).serializedString()
     }
 
@@ -270,7 +271,7 @@ final class ConfigDecoder {
     }
 
     /// The allowed key within edit distance 2 of `key`, for "did you mean" hints.
-    static func closest(to key: String, in candidates: [String]) -> String? {
+    public static func closest(to key: String, in candidates: [String]) -> String? {
         let best = candidates.map { ($0, editDistance(key, $0)) }.min { $0.1 < $1.1 }
         guard let best, best.1 <= 2, best.1 < key.count else { return nil }
         return best.0
