@@ -29,26 +29,30 @@ let package = Package(
         .target(name: "AGYAML", dependencies: ["CYAML"]),
         .target(name: "AGConfig", dependencies: ["AGYAML", "AGFormats", "AGAppAttest", "AGRedis"]),
 
+        // Development and test tools (test CA, echo upstream): never imported by the serving path.
+        .target(name: "AGDevTools", dependencies: ["AGCrypto", "AGHTTP", "AGEventLoop", "AGFormats", "COpenSSL"]),
+
         // The gateway and the executable.
         .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGRedis", "AGHTTP", "AGConfig"]),
-        .executableTarget(name: "attestgate", dependencies: ["AGGateway"]),
+        .executableTarget(name: "attestgate", dependencies: ["AGGateway", "AGDevTools"]),
 
         // The simulated device client: CLI, scripted demo and load generator.
-        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats", "AGJOSE"]),
+        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGDevTools"]),
         .executableTarget(name: "attestgate-device", dependencies: ["AGDevice", "AGCrypto"]),
 
         .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
         .testTarget(name: "AGYAMLTests", dependencies: ["AGYAML"]),
         .testTarget(name: "AGConfigTests", dependencies: ["AGConfig", "AGTestSupport", "AGYAML", "AGRedis", "AGFormats", "AGAppAttest"]),
+        .testTarget(name: "AGDevToolsTests", dependencies: ["AGDevTools", "AGCrypto"]),
         .testTarget(name: "AGJOSETests", dependencies: ["AGJOSE", "AGFormats", "AGCrypto"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGConfig", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
-        .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP"]),
-        .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGAppAttest", "AGFormats", "AGCrypto"]),
-        .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
+        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGDevTools", "AGConfig", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
+        .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP", "AGDevTools", "AGCrypto"]),
+        .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGDevTools", "AGAppAttest", "AGFormats", "AGCrypto"]),
+        .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGDevTools", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import AGCrypto
+import AGDevTools
 import AGDevice
 import AGFormats
 #if canImport(Glibc)

@@ -2,6 +2,7 @@
 import AGConfig
 import Glibc
 #endif
+import AGDevTools
 import AGGateway
 import Foundation
 

@@ -1,3 +1,4 @@
+import AGDevTools
 import AGCrypto
 import AGConfig
 import AGGateway
@@ -379,6 +380,9 @@ struct TestCAConfigurationTests {
         let authority = try TestCertificateAuthority(certificatePEM: String(contentsOfFile: written.certificate, encoding: .utf8),
                                                      privateKeyPEM: String(contentsOfFile: written.key, encoding: .utf8))
         #expect(try authority.certificate.extensionValue(oid: "2.5.29.19") != nil)
-        #expect(throws: SigningKeyGenerator.Failure.self) { try TestCAGenerator.generate(directory: directory) }
+        #expect { try TestCAGenerator.generate(directory: directory) } throws: { error in
+            guard case .file(let failure) = error as? TestCAGenerator.Failure else { return false }
+            return failure.alreadyExists
+        }
     }
 }

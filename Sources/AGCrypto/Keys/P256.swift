@@ -32,7 +32,7 @@ public enum P256 {
 
     /// A P-256 public key, parsed once and shareable across threads.
     public struct PublicKey: Sendable, Equatable {
-        let key: EVPKey
+        package let key: EVPKey
         /// The uncompressed X9.63 point `0x04 || X || Y` (65 bytes).
         public let x963Representation: [UInt8]
 
@@ -94,7 +94,7 @@ public enum P256 {
 
     /// A P-256 private key, parsed once and shareable across threads.
     public struct PrivateKey: Sendable {
-        let key: EVPKey
+        package let key: EVPKey
         /// The matching public key.
         public let publicKey: PublicKey
 

@@ -1,4 +1,5 @@
 internal import Foundation
+public import AGCrypto
 internal import COpenSSL
 
 /// One X.509v3 extension to put in an issued certificate: its OID, criticality and the DER

@@ -1,5 +1,5 @@
-import AGConfig
 import AGEventLoop
+import AGFormats
 import AGHTTP
 
 /// A tiny upstream for the quick start and demos: answers every request with the method, target
@@ -11,23 +11,16 @@ public enum EchoUpstream {
         let loop = EventLoop()
         let server = HTTPServer(loop: loop, socket: socket, configuration: HTTPServerConfiguration()) { request in
             request.collectBody(limit: 1 << 20) { body in
-                var headers = "["
-                for (index, field) in request.headers.fields.enumerated() {
-                    if index > 0 { headers += "," }
-                    var pair = JSONObjectWriter()
-                    pair.add("name", field.name)
-                    pair.add("value", field.value)
-                    headers += pair.finished()
+                let headers = request.headers.fields.map { field -> JSONValue in
+                    .object(["name": .string(field.name), "value": .string(field.value)])
                 }
-                headers += "]"
-                var json = JSONObjectWriter()
-                json.add("method", request.method)
-                json.add("target", request.head.target)
-                json.add("headers", rawJSON: headers)
-                json.add("bodyBytes", (try? body.get().count) ?? 0)
+                let json = JSONValue.object([
+                    "method": .string(request.method), "target": .string(String(request.head.target)),
+                    "headers": .array(headers), "bodyBytes": .integer(Int64((try? body.get().count) ?? 0)),
+                ])
                 var responseHeaders = HTTPHeaders()
                 responseHeaders.add("Content-Type", "application/json")
-                request.respond(status: 200, headers: responseHeaders, body: Array((json.finished() + "\n").utf8))
+                request.respond(status: 200, headers: responseHeaders, body: json.serialized() + [0x0A])
             }
         }
         print("echo upstream listening on \(host):\(socket.port)")

@@ -1,3 +1,4 @@
+import AGDevTools
 import AGCrypto
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 public import Foundation
+public import AGCrypto
 
 /// A self-signed P-256 certificate authority that stands in for Apple's App Attestation CA in
 /// tests, CI and the iOS Simulator (`app_attest.test_ca`). Never trusted in production unless
