@@ -4,6 +4,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import AGConfig
+@testable import AGPolicy
 @testable import AGGateway
 
 /// `RateLimiter` outcomes, headers, and what it does while Redis is gone and after it returns.
@@ -54,12 +55,11 @@ struct RateLimiterTests {
                 #expect(refused.decision.retryAfter == 20)
                 #expect(Dictionary(uniqueKeysWithValues: local[3].headers)["Retry-After"] == "20")
 
-                // `allow` lets everything through with no headers; `deny` and `failClosed` refuse.
+                // `allow` lets everything through with no headers; `refuse` refuses.
                 let allowed = await instance.check([check], fallback: .allow)
                 #expect(allowed == .allowed(nil))
                 #expect(allowed.headers.isEmpty)
-                #expect(await instance.check([check], fallback: .deny) == .storeUnavailable)
-                #expect(await instance.check([check], fallback: .failClosed) == .storeUnavailable)
+                #expect(await instance.check([check], fallback: .refuse) == .storeUnavailable)
                 #expect(RateLimitOutcome.storeUnavailable.headers.isEmpty)
                 #expect(await instance.mode == .fallback)
                 #expect(await instance.modeChanges == [.fallback])
@@ -69,7 +69,7 @@ struct RateLimiterTests {
                 try await redis.restart()
                 var back: RateLimitOutcome?
                 for _ in 0..<100 {
-                    let outcome = await instance.check([check], fallback: .failClosed)
+                    let outcome = await instance.check([check], fallback: .refuse)
                     if outcome != .storeUnavailable {
                         back = outcome
                         break
@@ -163,14 +163,14 @@ struct RateLimiterTests {
         ])
         for policy in StoreErrorPolicy.allCases {
             let config = RateLimitConfig(onStoreError: policy)
-            #expect(RateLimitedRoute.challenge.fallback(config) == .failClosed)
-            #expect(RateLimitedRoute.validate.fallback(config) == .failClosed)
-            #expect(RateLimitedRoute.refresh.fallback(config) == .failClosed)
+            #expect(RateLimitedRoute.challenge.fallback(config) == .refuse)
+            #expect(RateLimitedRoute.validate.fallback(config) == .refuse)
+            #expect(RateLimitedRoute.refresh.fallback(config) == .refuse)
             #expect(RateLimitedRoute.api.fallback(config) == RateLimitFallback(policy))
         }
         #expect(RateLimitFallback(.local) == .local)
         #expect(RateLimitFallback(.allow) == .allow)
-        #expect(RateLimitFallback(.deny) == .deny)
+        #expect(RateLimitFallback(.deny) == .refuse)
     }
 
     @Test func lruCacheEvictsTheLeastRecentlyUsed() {

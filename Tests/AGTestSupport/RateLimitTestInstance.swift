@@ -3,6 +3,7 @@ import Glibc
 #endif
 import AGEventLoop
 import AGConfig
+import AGPolicy
 import AGGateway
 import AGRedis
 import Foundation
@@ -51,13 +52,13 @@ public final class RateLimitTestInstance: Sendable {
     }
 
     /// One rate-limit decision.
-    public func check(_ checks: [BucketCheck], fallback: RateLimitFallback = .failClosed) async -> RateLimitOutcome {
+    public func check(_ checks: [BucketCheck], fallback: RateLimitFallback = .refuse) async -> RateLimitOutcome {
         let parts = self.parts
         return await loop.await { _, done in parts.value.limiter.check(checks, fallback: fallback) { done($0) } }
     }
 
     /// `count` decisions sent back to back (pipelined on the one connection), in order.
-    public func burst(_ count: Int, _ checks: [BucketCheck], fallback: RateLimitFallback = .failClosed) async -> [RateLimitOutcome] {
+    public func burst(_ count: Int, _ checks: [BucketCheck], fallback: RateLimitFallback = .refuse) async -> [RateLimitOutcome] {
         let parts = self.parts
         return await loop.await { _, done in
             var outcomes = [RateLimitOutcome?](repeating: nil, count: count)

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import Foundation
 
 /// `GET /api/v1/attestation/challenge`: a single-use challenge, valid for `challenge.ttl`.

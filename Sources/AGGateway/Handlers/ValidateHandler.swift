@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import AGAppAttest
 import AGCrypto
 import AGFormats

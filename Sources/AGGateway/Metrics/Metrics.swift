@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import Synchronization
 
 /// Prometheus counters and histograms shared by all workers.

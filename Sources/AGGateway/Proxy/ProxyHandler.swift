@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import AGFormats
 import AGJOSE
 import AGHTTP
@@ -86,7 +87,7 @@ struct ProxyHandler {
                                           context)
             }
             try TokenClaimsPolicy(issuer: tokens.issuer, leeway: tokens.leeway.seconds)
-                .check(token, teamID: tenant.config.teamID, bundleID: tenant.config.bundleID,
+                .check(token.verified, teamID: tenant.config.teamID, bundleID: tenant.config.bundleID,
                        audience: tenant.config.token.audience, now: Date().timeIntervalSince1970)
         } catch {
             context.fail(error.error)

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import Synchronization
 
 /// In-process token buckets, one per key for the whole instance, used while Redis is

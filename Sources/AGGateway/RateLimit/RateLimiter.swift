@@ -1,26 +1,6 @@
 import AGConfig
+import AGPolicy
 import AGRedis
-
-/// What a limited route does when Redis cannot answer.
-public enum RateLimitFallback: Sendable, Hashable {
-    /// Refuse (`.storeUnavailable`): attestation routes, which need Redis anyway.
-    case failClosed
-    /// Enforce the limits with this instance's `LocalBuckets`.
-    case local
-    /// Let the request through unmetered.
-    case allow
-    /// Refuse (`.storeUnavailable`).
-    case deny
-
-    /// The behaviour `rate_limits.on_store_error` asks for.
-    public init(_ policy: StoreErrorPolicy) {
-        switch policy {
-        case .local: self = .local
-        case .allow: self = .allow
-        case .deny: self = .deny
-        }
-    }
-}
 
 /// One bucket's decision, with the check it answers.
 public struct BucketDecision: Sendable, Hashable {
@@ -133,7 +113,7 @@ public final class RateLimiter {
 
     private func fallbackOutcome(_ checks: [BucketCheck], _ fallback: RateLimitFallback) -> RateLimitOutcome {
         switch fallback {
-        case .failClosed, .deny:
+        case .refuse:
             return .storeUnavailable
         case .allow:
             return .allowed(nil)

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import AGEventLoop
 import AGCrypto
 import AGHTTP

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import Synchronization
 
 /// One immutable, validated view of the configuration plus everything derived from it.

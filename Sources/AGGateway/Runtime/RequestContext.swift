@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import AGHTTP
 
 /// One request as it travels the pipeline: the snapshot it started with, its id, its tenant,

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import AGRedis
 
 /// Scripts behind admin calls that must change state and announce it atomically.

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import AGRedis
 
 /// Single-use challenges in Redis: `ag:{APPID}:ch:<challenge>` holds the issue time in ms (Redis

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 
 /// A tenant as requests see it: its configuration plus what is derived from it once per snapshot.
 final class Tenant: Sendable {

@@ -3,7 +3,7 @@ import AGTestSupport
 import Foundation
 import Testing
 @testable import AGConfig
-@testable import AGGateway
+@testable import AGPolicy
 
 /// The Lua script against a real `redis-server`: the same decisions as `TokenBucket`, atomic
 /// across connections, all-or-nothing across keys.

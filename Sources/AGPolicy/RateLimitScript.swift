@@ -18,25 +18,25 @@ import AGRedis
 /// slots: one call spanning both works on a single Redis (or a primary with replicas), while
 /// Redis Cluster would reject it with CROSSSLOT and needs one call per key instead, giving up
 /// the all-or-nothing take.
-enum RateLimitScript {
+public enum RateLimitScript {
     /// Where the script reads the time.
-    enum Clock {
+    public enum Clock {
         /// `redis.call('TIME')`: production.
         case redisTime
         /// `ARGV[#KEYS + 1]` in Unix µs, so tests can replay exact timelines.
         case argument
     }
 
-    static let script = RedisScript(source(clock: .redisTime))
+    public static let script = RedisScript(source(clock: .redisTime))
 
     /// Reads Redis `TIME` into `now` (Unix µs); shared with scripts that embed `takeFunction`.
-    static let redisTimePrelude = """
+    public static let redisTimePrelude = """
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
         """
 
-    static func source(clock: Clock) -> String {
+    public static func source(clock: Clock) -> String {
         let now = switch clock {
         case .redisTime: redisTimePrelude
         case .argument: "local now = tonumber(ARGV[#KEYS + 1])\n"
@@ -48,7 +48,7 @@ enum RateLimitScript {
     /// above, so another script (the refresh's `prepare`) can take a bucket in the same round
     /// trip. Mirrors `TokenBucket.refill`, `consume` and `decision` step by step; the numbers
     /// stay integers below 2^53, so Lua's doubles compute them exactly.
-    static let takeFunction = """
+    public static let takeFunction = """
         local function take_buckets(now, keys, limit_args)
         local COST = \(TokenBucket.unitsPerToken)
         local n = #keys
@@ -101,7 +101,7 @@ enum RateLimitScript {
         """
 
     /// The per-bucket decisions in `checks` order, or nil when the reply has the wrong shape.
-    static func decisions(from reply: RedisValue, limits: [Int]) -> (allowed: Bool, decisions: [TokenBucket.Decision])? {
+    public static func decisions(from reply: RedisValue, limits: [Int]) -> (allowed: Bool, decisions: [TokenBucket.Decision])? {
         guard let values = reply.array, values.count == 1 + 4 * limits.count, let allowed = values[0].int else {
             return nil
         }

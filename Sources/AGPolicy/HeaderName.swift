@@ -3,14 +3,14 @@ import AGConfig
 /// Header-name comparisons in the form the anti-spoofing rule reads names: ASCII lower-case,
 /// with `_` read as `-` (some frameworks turn `X_Attest_Key_Id` into `X-Attest-Key-Id`).
 /// Compares byte by byte, without allocating, because it runs for every inbound field.
-enum HeaderName {
+public enum HeaderName {
     /// `name` in normalized form.
-    static func normalized(_ name: String) -> [UInt8] {
+    public static func normalized(_ name: String) -> [UInt8] {
         name.utf8.map(normalize)
     }
 
     /// Whether `name` normalizes to `target` (which must already be normalized).
-    static func matches(_ name: String, _ target: [UInt8]) -> Bool {
+    public static func matches(_ name: String, _ target: [UInt8]) -> Bool {
         let utf8 = name.utf8
         guard utf8.count == target.count else { return false }
         var index = 0
@@ -22,7 +22,7 @@ enum HeaderName {
     }
 
     /// Whether `name` normalizes to something starting with `x-attest-`.
-    static func hasAttestPrefix(_ name: String) -> Bool {
+    public static func hasAttestPrefix(_ name: String) -> Bool {
         let utf8 = name.utf8
         guard utf8.count >= attestPrefix.count else { return false }
         var index = 0

@@ -73,8 +73,28 @@ public enum RateLimitedRoute: Sendable, Hashable {
     /// requests follow `rate_limits.on_store_error`.
     public func fallback(_ config: RateLimitConfig) -> RateLimitFallback {
         switch self {
-        case .challenge, .validate, .refresh: .failClosed
+        case .challenge, .validate, .refresh: .refuse
         case .api: RateLimitFallback(config.onStoreError)
+        }
+    }
+}
+
+/// What a limited route does when Redis cannot answer.
+public enum RateLimitFallback: Sendable, Hashable {
+    /// Refuse with 503 `store_unavailable`: the attestation routes (they need Redis anyway),
+    /// and proxied requests under `rate_limits.on_store_error: deny`.
+    case refuse
+    /// Enforce the limits with this instance's `LocalBuckets`.
+    case local
+    /// Let the request through unmetered.
+    case allow
+
+    /// The behaviour `rate_limits.on_store_error` asks for.
+    public init(_ policy: StoreErrorPolicy) {
+        switch policy {
+        case .local: self = .local
+        case .allow: self = .allow
+        case .deny: self = .refuse
         }
     }
 }
