@@ -25,6 +25,7 @@ let package = Package(
         .target(name: "AGFormats"),
         .target(name: "AGJOSE", dependencies: ["AGFormats", "AGCrypto"]),
         .target(name: "AGAppAttest", dependencies: ["AGCrypto", "AGFormats"]),
+        .target(name: "AGPlatformSSO", dependencies: ["AGCrypto", "AGFormats", "AGJOSE"]),
 
         // The gateway and the executable.
         .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGRedis", "AGHTTP", "CYAML"]),
@@ -38,6 +39,7 @@ let package = Package(
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
         .testTarget(name: "AGJOSETests", dependencies: ["AGJOSE", "AGFormats", "AGCrypto"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
+        .testTarget(name: "AGPlatformSSOTests", dependencies: ["AGPlatformSSO", "AGJOSE", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
         .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
