@@ -38,6 +38,7 @@ enum VerifierTable {
         good("x5c present, ignored") { $0.header["x5c"] = "MIIBg...nFg==" },
         good("custom header claims") { $0.header["custom"] = ["a": 1] },
         good("compact JSON instead of pretty") { $0.compactJSON = true },
+        good("slashes escaped as \\/ (in aud, and in kid when it has one)") { $0.escapeSlashes = true },
         unsupported("typ missing") { $0.header["typ"] = nil },
         unsupported("typ JWT (a login request)") { $0.header["typ"] = "JWT" },
         unsupported("typ login request") { $0.header["typ"] = "platformsso-login-request+jwt" },

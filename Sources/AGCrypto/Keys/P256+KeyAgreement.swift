@@ -4,7 +4,6 @@ extension P256.PrivateKey {
     /// The ECDH shared secret `Z` with `publicKeyShare` (SP 800-56A: the `x` coordinate of
     /// `d·Q`, 32 bytes). Use it only as input to a KDF, never as a key.
     ///
-    /// The peer key is already validated (on the curve) by every `P256.PublicKey` initializer.
     public func sharedSecretFromKeyAgreement(with publicKeyShare: P256.PublicKey) throws(CryptoError) -> [UInt8] {
         try key.deriveSharedSecret(peer: publicKeyShare.key, operation: "P256.PrivateKey.sharedSecretFromKeyAgreement(with:)")
     }
@@ -19,7 +18,9 @@ extension EVPKey {
     func deriveSharedSecret(peer: EVPKey, operation: String) throws(CryptoError) -> [UInt8] {
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { throw .openSSL(operation) }
         defer { EVP_PKEY_CTX_free(context) }
-        guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer(context, peer.pointer) == 1 else {
+        // No second validation of the peer (the 0): every P256.PublicKey was checked to be on
+        // the curve when it was built, and P-256 has cofactor 1, so that is the whole check.
+        guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer_ex(context, peer.pointer, 0) == 1 else {
             throw .openSSL(operation)
         }
         var length = 0

@@ -22,10 +22,10 @@ struct RefreshClaims {
         guard try string(name) == expected else { throw .invalidRequest("claim \(name) has the wrong value") }
     }
 
-    /// `aud`, a string or an array of strings, one of which must equal a configured audience;
-    /// both sides are compared without query and fragment (a Mac sends the configured endpoint
-    /// URL without them).
-    func audience(in audiences: [String]) throws(OAuthError) -> String {
+    /// `aud`, a string or an array of strings, one of which must be in `accepted` (the configured
+    /// audiences without query and fragment) once its own query and fragment are cut (a Mac
+    /// sends the configured endpoint URL without them).
+    func audience(in accepted: Set<String>) throws(OAuthError) -> String {
         let values: [String]
         switch claims["aud"] {
         case nil: throw .invalidRequest("claim aud is missing")
@@ -34,7 +34,6 @@ struct RefreshClaims {
             values = elements.compactMap(\.stringValue)
         default: throw .invalidRequest("claim aud must be a string or an array of strings")
         }
-        let accepted = Set(audiences.map(Self.withoutQueryAndFragment))
         guard let match = values.map(Self.withoutQueryAndFragment).first(where: accepted.contains) else {
             throw .invalidRequest("claim aud is not this endpoint")
         }

@@ -21,9 +21,12 @@ public struct RefreshRequestVerifier: Sendable {
     public static let maximumTokenClaimLength = 512
 
     public let settings: PlatformSSOSettings
+    /// `settings.audiences` without query and fragment, built once.
+    private let audiences: Set<String>
 
     public init(settings: PlatformSSOSettings) {
         self.settings = settings
+        self.audiences = Set(settings.audiences.map(RefreshClaims.withoutQueryAndFragment))
     }
 
     /// Step 1: parses `jws` without any key.
@@ -74,7 +77,7 @@ public struct RefreshRequestVerifier: Sendable {
         let claims = RefreshClaims(claims: request.claims)
         try claims.requireEqual("client_id", settings.clientID)
         try claims.requireEqual("iss", settings.clientID)
-        let audience = try claims.audience(in: settings.audiences)
+        let audience = try claims.audience(in: audiences)
         let (issuedAt, expiresAt) = try claims.times(now: now, skew: settings.clockSkew)
         let scopes = try claims.scopes()
         try claims.requireEqual("grant_type", "refresh_token")

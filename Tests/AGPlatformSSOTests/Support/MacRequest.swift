@@ -72,6 +72,8 @@ struct MacRefreshRequest {
     var signingKey: P256.PrivateKey
     /// Compact JSON (sorted keys) instead of Apple's pretty printing.
     var compactJSON = false
+    /// Writes `/` as `\/`, as `JSONSerialization` does unless told not to.
+    var escapeSlashes = false
 
     init(device: MacDevice, nonce: String = "A978348D-DEDF-4AF2-94D4-FCC60B6736D0", serverNonce: String = "srv-nonce-1",
          refreshToken: String = "refresh-1", now: Int64 = MacRefreshRequest.now, timesAsStrings: Bool = true) {
@@ -111,7 +113,8 @@ struct MacRefreshRequest {
     /// The compact JWS.
     func compact() throws -> String {
         func render(_ members: OrderedMembers) -> [UInt8] {
-            compactJSON ? JSONValue.object(Dictionary(members.pairs) { $1 }).serialized() : Array(members.pretty().utf8)
+            let text = compactJSON ? JSONValue.object(Dictionary(members.pairs) { $1 }).serializedString() : members.pretty()
+            return Array((escapeSlashes ? text.replacingOccurrences(of: "/", with: "\\/") : text).utf8)
         }
         let signingInput = Base64.encodeURL(render(header)) + "." + Base64.encodeURL(render(claims))
         let signature = try signatureTransform(try signingKey.rawSignature(for: Array(signingInput.utf8)))
