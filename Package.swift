@@ -21,12 +21,13 @@ let package = Package(
         .target(name: "AGCrypto", dependencies: ["COpenSSL", "CShims"]),
         .target(name: "AGRedis", dependencies: ["AGEventLoop", "CHiredis", "CShims"]),
         .target(name: "AGHTTP", dependencies: ["AGEventLoop", "CEvent", "CShims"]),
+        .target(name: "AGYAML", dependencies: ["CYAML"]),
 
         // Pure domain code.
         .target(name: "AGFormats"),
         .target(name: "AGJOSE", dependencies: ["AGFormats", "AGCrypto"]),
         .target(name: "AGAppAttest", dependencies: ["AGCrypto", "AGFormats"]),
-        .target(name: "AGYAML", dependencies: ["CYAML"]),
+        .target(name: "AGPlatformSSO", dependencies: ["AGCrypto", "AGFormats", "AGJOSE"]),
         .target(name: "AGConfig", dependencies: ["AGYAML", "AGFormats", "AGAppAttest", "AGRedis"]),
         .target(name: "AGPolicy", dependencies: ["AGConfig", "AGFormats", "AGRedis"]),
 
@@ -49,6 +50,7 @@ let package = Package(
         .testTarget(name: "AGPolicyTests", dependencies: ["AGPolicy", "AGConfig", "AGFormats", "AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGJOSETests", dependencies: ["AGJOSE", "AGFormats", "AGCrypto"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
+        .testTarget(name: "AGPlatformSSOTests", dependencies: ["AGPlatformSSO", "AGJOSE", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
         .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
