@@ -35,12 +35,12 @@ let package = Package(
         .target(name: "AGDevTools", dependencies: ["AGCrypto", "AGHTTP", "AGEventLoop", "AGFormats", "COpenSSL"]),
 
         // The gateway and the executable.
-        .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGRedis", "AGHTTP", "AGConfig", "AGPolicy"]),
+        .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGPlatformSSO", "AGRedis", "AGHTTP", "AGConfig", "AGPolicy"]),
         .executableTarget(name: "attestgate", dependencies: ["AGGateway", "AGDevTools"]),
 
         // The simulated device client: CLI, scripted demo and load generator.
-        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGDevTools"]),
-        .executableTarget(name: "attestgate-device", dependencies: ["AGDevice", "AGCrypto"]),
+        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevTools"]),
+        .executableTarget(name: "attestgate-device", dependencies: ["AGDevice", "AGCrypto", "AGFormats"]),
 
         .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),

@@ -90,6 +90,7 @@ public enum ConfigLoader {
             }
             problems += sortedByLine(decoder.problems)
         }
+        problems += PlatformSSOConfig.problemsAcrossTenants(tenants)
         return TenantDirectory(tenants)
     }
 

@@ -20,7 +20,7 @@ extension GatewayConfig {
         static let tokenKey = ["kid", "algorithm", "file", "active"]
         static let challenge = ["ttl"]
         static let tier = ["attest", "challenge", "api", "mad_limit"]
-        static let ipLimits = ["challenge", "validate"]
+        static let ipLimits = ["challenge", "validate", "psso_nonce"]
         static let rateLimits = ["on_store_error"]
         static let quotas = ["grace", "warn_ratio"]
         static let appAttest = ["root_ca", "test_ca", "allow_test_ca"]
@@ -247,7 +247,8 @@ extension GatewayConfig {
     private static func decodeIPLimits(_ field: ConfigField?, _ d: ConfigDecoder) -> IPLimitConfig {
         let m = sub(field, Keys.ipLimits, d)
         return IPLimitConfig(challenge: m?["challenge"].flatMap { d.int($0, in: 1...Int.max) } ?? 120,
-                             validate: m?["validate"].flatMap { d.int($0, in: 1...Int.max) } ?? 30)
+                             validate: m?["validate"].flatMap { d.int($0, in: 1...Int.max) } ?? 30,
+                             pssoNonce: m?["psso_nonce"].flatMap { d.int($0, in: 1...Int.max) } ?? 120)
     }
 
     private static func decodeQuotas(_ field: ConfigField?, _ d: ConfigDecoder) -> QuotaConfig {

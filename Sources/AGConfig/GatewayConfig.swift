@@ -145,6 +145,14 @@ public struct RateTier: Sendable, Hashable {
 public struct IPLimitConfig: Sendable, Hashable {
     public let challenge: Int
     public let validate: Int
+    /// Platform SSO server nonces (`POST {path_prefix}/nonce`).
+    public let pssoNonce: Int
+
+    public init(challenge: Int, validate: Int, pssoNonce: Int = 120) {
+        self.challenge = challenge
+        self.validate = validate
+        self.pssoNonce = pssoNonce
+    }
 }
 
 /// What proxied `api` limiting does while Redis is unreachable.

@@ -8,8 +8,6 @@ extension TenantConfig {
         static let token = ["audience", "ttl", "header"]
         static let route = ["prefix", "auth"]
         static let forward = ["claims", "payload_header", "forward_authorization"]
-        static let platformSSO = ["path_prefix", "client_id", "audience", "id_token_ttl", "refresh_token_ttl",
-                                  "nonce_claim_name"]
     }
 
     /// Paths the gateway answers itself; routes may not claim them or anything under them.
@@ -73,7 +71,7 @@ extension TenantConfig {
             d.report(line: top.line, path: ConfigKeyPath.root.key("upstream"), "missing required key (routes are proxied to it)")
         }
         let forward = decodeForward(top["forward"], tokenHeader: token.header, d)
-        let platformSSO = top["platform_sso"].flatMap { decodePlatformSSO($0, routes: routes, d) }
+        let platformSSO = top["platform_sso"].flatMap { decodePlatformSSO($0, routes: routes, gateway: gateway, d) }
         guard let teamID, let bundleID else { return nil }
         let tenant = TenantConfig(name: ConfigFiles.stem(of: sourcePath), sourcePath: sourcePath, teamID: teamID,
                                   bundleID: bundleID, appID: appID, tier: tier, environment: environment,
@@ -180,7 +178,7 @@ extension TenantConfig {
     }
 
     /// A path prefix: starts with `/`, no whitespace, query or fragment, outside the gateway's own paths.
-    private static func decodePathPrefix(_ field: ConfigField, _ d: ConfigDecoder) -> String? {
+    static func decodePathPrefix(_ field: ConfigField, _ d: ConfigDecoder) -> String? {
         guard let prefix = d.string(field) else { return nil }
         guard prefix.hasPrefix("/"),
               prefix.allSatisfy(\.isVisibleASCII),
@@ -287,39 +285,5 @@ extension TenantConfig {
             }
             return ClaimHeader(claimPath: path, header: header)
         }
-    }
-
-    private static func decodePlatformSSO(_ field: ConfigField, routes: [RouteConfig],
-                                          _ d: ConfigDecoder) -> PlatformSSOConfig? {
-        guard let m = d.mapping(field, allowed: Keys.platformSSO) else { return nil }
-        let pathPrefix = m.required("path_prefix").flatMap { field -> String? in
-            guard var prefix = decodePathPrefix(field, d) else { return nil }
-            while prefix.count > 1, prefix.hasSuffix("/") { prefix.removeLast() }
-            guard prefix != "/" else {
-                d.report(field, "expected a path below /, e.g. /psso")
-                return nil
-            }
-            if let route = routes.first(where: { $0.prefix == prefix || $0.prefix == prefix + "/" }) {
-                d.report(field, "\(ConfigDecoder.quoted(prefix)) is also the route prefix \(ConfigDecoder.quoted(route.prefix))")
-                return nil
-            }
-            return prefix
-        }
-        let clientID = m.required("client_id").flatMap { d.string($0) }
-        let audience = m.required("audience").flatMap { d.string($0) }
-        let nonceClaim = m["nonce_claim_name"].flatMap { field -> String? in
-            guard let name = d.string(field) else { return nil }
-            guard name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
-                d.report(field, "expected a claim name (letters, digits, _), got \(ConfigDecoder.quoted(name))")
-                return nil
-            }
-            return name
-        }
-        let idTokenTTL = m["id_token_ttl"].flatMap { d.duration($0) } ?? .seconds(3_600)
-        let refreshTokenTTL = m["refresh_token_ttl"].flatMap { d.duration($0) } ?? .seconds(14 * 86_400)
-        guard let pathPrefix, let clientID, let audience else { return nil }
-        return PlatformSSOConfig(pathPrefix: pathPrefix, clientID: clientID, audience: audience,
-                                 idTokenTTL: idTokenTTL, refreshTokenTTL: refreshTokenTTL,
-                                 nonceClaimName: nonceClaim ?? "request_nonce")
     }
 }

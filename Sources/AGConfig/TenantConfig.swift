@@ -76,14 +76,33 @@ public struct ForwardConfig: Sendable, Hashable {
     ]
 }
 
-/// `platform_sso`: the macOS Platform SSO refresh endpoints of a tenant.
+/// `platform_sso`: the macOS Platform SSO refresh endpoints of a tenant (DESIGN section 11).
 public struct PlatformSSOConfig: Sendable, Hashable {
-    /// `POST {pathPrefix}/nonce` and `POST {pathPrefix}/token`; starts with `/`, no trailing `/`.
+    /// `POST {pathPrefix}/nonce`, `/token` and `/refresh`; starts with `/`, no trailing `/`,
+    /// unique across tenants and outside every route and gateway path.
     public let pathPrefix: String
+    /// Line of `path_prefix`, for the problems found across tenant files.
+    public let pathPrefixLine: Int
+    /// The OpenID client id: a request's `client_id` and `iss`, the id_token's `aud`.
     public let clientID: String
-    /// Expected `aud` of refresh requests and the `aud` of issued ID tokens.
-    public let audience: String
+    /// The absolute URLs a request's `aud` may name (the token and refresh URLs the Macs are
+    /// configured with), in file order.
+    public let audiences: [String]
+    /// The id_token's `iss` (default `tokens.issuer`).
+    public let issuer: String
+    /// The id_token's lifetime (`expires_in`), whole seconds.
     public let idTokenTTL: Duration
+    /// Absolute lifetime of a refresh-token family, from the login that minted it.
     public let refreshTokenTTL: Duration
+    /// A family expires after this long without a refresh.
+    public let refreshTokenIdle: Duration
+    /// How long after a rotation the replaced token may still be presented once more (a lost
+    /// response), as long as its successor is unused; zero turns the window off.
+    public let reuseGrace: Duration
+    /// How long a server nonce stays usable (single use).
+    public let nonceTTL: Duration
+    /// The refresh request claim carrying the server nonce.
     public let nonceClaimName: String
+    /// Tolerance on the request's `iat` and `exp`.
+    public let clockSkew: Duration
 }

@@ -13,6 +13,8 @@ public enum TenantBucket: String, Sendable, Hashable, CaseIterable {
 public enum IPBucket: String, Sendable, Hashable, CaseIterable {
     case challenge
     case validate
+    /// Platform SSO server nonces.
+    case pssoNonce = "psso-nonce"
 }
 
 /// One bucket a request must take a token from: its Redis key, its limit, and a name for
@@ -20,7 +22,7 @@ public enum IPBucket: String, Sendable, Hashable, CaseIterable {
 public struct BucketCheck: Sendable, Hashable {
     public let key: String
     public let limitPerMinute: Int
-    /// `attest`, `challenge`, `api`, `ip-challenge` or `ip-validate`.
+    /// `attest`, `challenge`, `api`, `ip-challenge`, `ip-validate` or `ip-psso-nonce`.
     public let name: String
 
     /// Limits beyond `TokenBucket.maximumLimitPerMinute` are clamped to it; below 1, to 1.

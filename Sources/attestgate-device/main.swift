@@ -26,6 +26,13 @@ let usage = """
                            header and claims, then GET /api/hello through the gateway
       load                 register --devices new keys, then run challenge + refresh from
                            --concurrency threads for --seconds and print a summary
+      psso register        play a Mac's Platform SSO login: make a signing and an encryption
+                           key (or reuse the ones in --state), register them through the admin
+                           API with --user, mint a first refresh token
+      psso refresh         server nonce + refresh request as a Mac sends it; decrypts and checks
+                           the answer, keeps the new refresh token, prints the id_token's claims
+      psso demo            login (register + first refresh token), two refreshes, then replay
+                           the first token: the gateway revokes its family
 
     options:
       --gateway URL            public listener (default http://127.0.0.1:8080)
@@ -45,8 +52,17 @@ let usage = """
       --devices N              load: simulated devices (default 100)
       --concurrency C          load: threads, one keep-alive connection each (default 8)
       --seconds S              load: duration (default 10)
+      --prefix PATH            psso: the tenant's platform_sso.path_prefix (default /psso)
+      --client-id ID           psso: platform_sso.client_id (default com.example.app.psso)
+      --audience URL           psso: the token URL the Mac is configured with (default
+                               <gateway>/<prefix>/token)
+      --issuer URL             psso: the id_token iss the Mac accepts (default
+                               https://attestgate.example.com, tokens.issuer of conf/)
+      --user SUB               psso: the user the device is registered to (default
+                               user@example.com)
 
-    The state file holds the device's private key (mode 0600); it is never printed.
+    The state files hold private keys and the Mac's refresh token (mode 0600, psso default
+    --state .run/mac.json); they are never printed.
     """
 
 struct UsageError: Error {
@@ -62,6 +78,7 @@ struct Options {
     static let valueOptions: Set<String> = [
         "--gateway", "--admin", "--admin-token-file", "--admin-token", "--team", "--bundle", "--state",
         "--subject", "--test-ca", "--test-ca-key", "--environment", "--timeout", "--method", "--data", "--devices", "--concurrency", "--seconds",
+        "--prefix", "--client-id", "--audience", "--issuer", "--user",
     ]
 
     init(_ arguments: [String]) throws(UsageError) {
@@ -79,7 +96,7 @@ struct Options {
                 guard Self.valueOptions.contains(name) else { throw UsageError(message: "unknown option \(name)") }
                 guard let given = value ?? remaining.popFirst() else { throw UsageError(message: "\(name) needs a value") }
                 values[name] = given
-            } else if command == "call" && path == nil {
+            } else if (command == "call" || command == "psso") && path == nil {
                 path = argument
             } else {
                 throw UsageError(message: "unexpected argument \(argument)")
@@ -223,6 +240,8 @@ func run(_ options: Options) throws {
                                       duration: try options.seconds("--seconds", default: 10))
         let report = try generator.run(progress: printError)
         print(report)
+    case "psso":
+        try PlatformSSOCommand.run(options)
     case "help", "-h", "--help":
         print(usage)
     default:

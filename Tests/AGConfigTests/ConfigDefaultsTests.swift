@@ -64,6 +64,7 @@ import Testing
             Row("tiers.enterprise.mad_limit", g.tiers["enterprise"]?.madLimit, DeviceLimit.unlimited),
             Row("ip_limits.challenge", g.ipLimits.challenge, 120),
             Row("ip_limits.validate", g.ipLimits.validate, 30),
+            Row("ip_limits.psso_nonce", g.ipLimits.pssoNonce, 120),
             Row("rate_limits.on_store_error", g.rateLimits.onStoreError, StoreErrorPolicy.local),
             Row("quotas.grace", g.quotas.grace, Duration.seconds(7 * 86_400)),
             Row("quotas.warn_ratio", g.quotas.warnRatio, 0.8),
@@ -154,7 +155,7 @@ import Testing
         platform_sso:
           path_prefix: /psso/
           client_id: psso-client
-          audience: https://idp.example.com
+          audience: [https://idp.example.com/psso/token]
           refresh_token_ttl: 30d
 
         """
@@ -215,8 +216,10 @@ import Testing
             Row("tenant forward.payload_header", t.forward.payloadHeader, String?.none),
             Row("tenant forward.forward_authorization", t.forward.forwardAuthorization, true),
             Row("tenant platform_sso", t.platformSSO, PlatformSSOConfig(
-                pathPrefix: "/psso", clientID: "psso-client", audience: "https://idp.example.com",
-                idTokenTTL: .seconds(3_600), refreshTokenTTL: .seconds(30 * 86_400), nonceClaimName: "request_nonce")),
+                pathPrefix: "/psso", pathPrefixLine: 20, clientID: "psso-client", audiences: ["https://idp.example.com/psso/token"],
+                issuer: "https://gw.example.com", idTokenTTL: .seconds(8 * 3_600), refreshTokenTTL: .seconds(30 * 86_400),
+                refreshTokenIdle: .seconds(7 * 86_400), reuseGrace: .seconds(30), nonceTTL: .seconds(300),
+                nonceClaimName: "request_nonce", clockSkew: .seconds(60))),
         ]
         for row in rows {
             #expect(row.actual == row.expected, "\(row.name)")

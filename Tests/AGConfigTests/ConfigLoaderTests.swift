@@ -342,6 +342,7 @@ import Testing
             """)], expected: [
             "conf/tenants/example.yaml:4: platform_sso.client_id: missing required key",
             #"conf/tenants/example.yaml:5: platform_sso.path_prefix: "/.well-known/psso" is under /.well-known, which the gateway serves itself"#,
+            #"conf/tenants/example.yaml:6: platform_sso.audience: expected a list of absolute URLs (the token and refresh URLs the Macs are configured with), got "https://idp.example.com""#,
             #"conf/tenants/example.yaml:7: platform_sso.nonce_claim_name: expected a claim name (letters, digits, _), got "request-nonce""#,
         ]),
     ]

@@ -78,6 +78,9 @@ struct AdminRouter {
         case ("PUT", let rest) where rest.count == 3 && rest[0] == "subjects" && rest[2] == "subscription":
             context.route = "admin_subscription"
             AdminDeviceHandlers.setSubscription(context, tenant: tenant, subjectID: rest[1])
+        case (_, let rest) where rest.first == "psso":
+            context.route = "admin_psso"
+            AdminPlatformSSOHandlers.handle(context, tenant: tenant, path: Array(rest.dropFirst()))
         case ("GET", let rest) where rest == ["usage"]:
             context.route = "admin_usage"
             AdminDeviceHandlers.usage(context, tenant: tenant)

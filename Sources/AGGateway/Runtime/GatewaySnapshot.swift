@@ -14,6 +14,8 @@ public final class GatewaySnapshot: Sendable {
     /// Tenants by App ID (`TEAMID.bundle.id`).
     let tenants: [String: Tenant]
     let tokenKeys: TokenKeys
+    /// Every tenant's Platform SSO endpoints, by path.
+    let platformSSO: PlatformSSORoutes
     /// Roots App Attest attestations must chain to (Apple's, plus the test CA when configured).
     let appAttestRoots: AppAttestRoots
 
@@ -47,6 +49,7 @@ public final class GatewaySnapshot: Sendable {
             tenants[tenantConfig.appID] = try Tenant(config: tenantConfig)
         }
         self.tenants = tenants
+        platformSSO = PlatformSSORoutes(tenants: tenants.values, signer: tokenKeys.signer)
     }
 
     /// Everything `serve` would reject in the configuration at `path`, one line per problem

@@ -36,7 +36,11 @@ struct PublicRouter {
             headers.add("Cache-Control", "public, max-age=300")
             context.respond(status: 200, body: context.snapshot.tokenKeys.jwksBody, contentType: "application/json", headers: headers)
         default:
-            ProxyHandler.handle(context)
+            if let sso = context.snapshot.platformSSO.match(request.path) {
+                PlatformSSOHandler.handle(context, service: sso.service, endpoint: sso.endpoint)
+            } else {
+                ProxyHandler.handle(context)
+            }
         }
     }
 

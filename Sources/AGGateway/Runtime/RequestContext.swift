@@ -16,7 +16,8 @@ final class RequestContext {
     var extraHeaders = HTTPHeaders()
     /// Time spent waiting for the upstream, for the access log.
     var upstreamSeconds: Double?
-    private var errorCode: String?
+    /// The stable code of the error answered, for metrics and the access log.
+    var errorCode: String?
     private var answered = false
 
     init(request: any ServerExchange, services: RouteServices) {

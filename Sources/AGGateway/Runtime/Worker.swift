@@ -43,7 +43,8 @@ final class Worker {
         let devices = RedisDeviceStore(redis: redis, time: shared.time)
         let services = RouteServices(
             snapshots: shared.snapshots, time: shared.time, devices: devices, deviceAdmin: devices,
-            challenges: RedisChallengeStore(redis: redis, time: shared.time), limiter: rateLimiter,
+            challenges: RedisChallengeStore(redis: redis, time: shared.time),
+            platformSSO: RedisPlatformSSOStore(redis: redis, time: shared.time), limiter: rateLimiter,
             tiers: RedisTierAdministration(store: shared.tierStore, redis: redis), revocations: revocations,
             forwarder: UpstreamForwarder(upstreams: upstreams), readiness: RedisHealth(redis: redis),
             reloader: ControlLoopReloader(shared: shared, loop: loop), metrics: metrics,

@@ -15,6 +15,8 @@ struct RouteServices {
     let devices: any DeviceRecords
     let deviceAdmin: any DeviceAdministration
     let challenges: any ChallengeIssuer
+    /// Platform SSO nonces, refresh families and devices.
+    let platformSSO: any PlatformSSOStore
     let limiter: any Limiter
     let tiers: any TierAdministration
     let revocations: any RevocationState

@@ -45,7 +45,7 @@ struct TenantSeries: Sendable {
     init(appID: String) {
         tokensIssued = "attestgate_tokens_issued_total{tenant=\"\(appID)\"}"
         var limited: [String: String] = [:]
-        for bucket in ["attest", "challenge", "api", "ip-challenge", "ip-validate"] {
+        for bucket in ["attest", "challenge", "api", "ip-challenge", "ip-validate", "ip-psso-nonce"] {
             limited[bucket] = "attestgate_rate_limited_total{tenant=\"\(appID)\",bucket=\"\(bucket)\"}"
         }
         rateLimited = limited

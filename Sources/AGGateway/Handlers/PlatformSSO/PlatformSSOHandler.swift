@@ -1,0 +1,52 @@
+import AGConfig
+import AGFormats
+import AGHTTP
+import AGPlatformSSO
+import AGPolicy
+
+/// The Platform SSO endpoints of one tenant (DESIGN section 11), found by path alone:
+/// `POST {prefix}/nonce` here, `POST {prefix}/token` and `{prefix}/refresh` in
+/// `PlatformSSOTokenHandler`. Every answer is OAuth-shaped, echoes `client-request-id` and
+/// carries `Cache-Control: no-store`.
+enum PlatformSSOHandler {
+    static func handle(_ context: RequestContext, service: PlatformSSOService, endpoint: PlatformSSOEndpoint) {
+        context.route = endpoint.route
+        context.tenant = service.tenant
+        context.echoClientRequestID()
+        guard context.request.method == "POST" else {
+            var headers = HTTPHeaders()
+            headers.add("Allow", "POST")
+            context.fail(OAuthError(status: 405, code: "invalid_request", reason: "only POST is served here"), headers: headers)
+            return
+        }
+        switch endpoint {
+        case .nonce: nonce(context, service: service)
+        case .token: PlatformSSOTokenHandler.handle(context, service: service)
+        }
+    }
+
+    /// `grant_type=srv_challenge` → `{"Nonce": …}`: the form is judged first (a malformed one
+    /// takes no rate-limit token), then the per-IP `psso_nonce` bucket, then the nonce is stored.
+    private static func nonce(_ context: RequestContext, service: PlatformSSOService) {
+        context.collectForm(refuse: { context.fail($0) }) { body in
+            do throws(OAuthError) {
+                _ = try PlatformSSONonceForm(body: body)
+            } catch {
+                return context.fail(error)
+            }
+            let check = BucketCheck.ip(context.clientIP, .pssoNonce, limitPerMinute: context.snapshot.gateway.ipLimits.pssoNonce)
+            context.services.limiter.check([check], fallback: .refuse) { outcome in
+                if let refusal = context.oauthRefusal(for: outcome, tenant: service.tenant) { return context.fail(refusal) }
+                context.services.platformSSO.issueNonce(tenant: service.tenant, ttl: service.config.nonceTTL) { result in
+                    switch result {
+                    case .failure(let failure):
+                        context.fail(context.oauthStoreFailed(failure))
+                    case .success(let nonce):
+                        context.services.metrics.increment(service.noncesIssued)
+                        context.respond(status: 200, json: JSONValue.object(["Nonce": .string(nonce)]).serializedString())
+                    }
+                }
+            }
+        }
+    }
+}

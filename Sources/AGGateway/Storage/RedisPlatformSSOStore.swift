@@ -1,0 +1,168 @@
+import AGConfig
+import AGCrypto
+import AGFormats
+import AGPlatformSSO
+import AGPolicy
+import AGRedis
+
+/// Platform SSO state in Redis with the scripts of `PlatformSSOScripts` (keys and fields are
+/// documented there). Every call reads now once from `time` and passes it to its script; a
+/// refresh costs two round trips, `prepareRefresh` and `commitRefresh`. Loop thread only.
+final class RedisPlatformSSOStore: PlatformSSOStore {
+    let redis: RedisClient
+    let time: any TimeSource
+
+    init(redis: RedisClient, time: any TimeSource) {
+        self.redis = redis
+        self.time = time
+    }
+
+    static func deviceKey(_ tenant: Tenant, _ keyID: PlatformSSOKeyID) -> String {
+        tenant.keyPrefix + "psso:dev:" + keyID.urlSafe
+    }
+    static func nonceKey(_ tenant: Tenant, _ nonce: String) -> String { tenant.keyPrefix + "psso:nonce:" + nonce }
+    static func familyKey(_ tenant: Tenant, _ family: String) -> String { tenant.keyPrefix + "psso:fam:" + family }
+    static func tokenKey(_ tenant: Tenant, _ digest: String) -> String { tenant.keyPrefix + "psso:rt:" + digest }
+
+    /// A new server nonce: 32 bytes from OpenSSL's DRBG, base64url (43 characters).
+    static func newNonce() -> String { Base64.encodeURL(SecureRandom.bytes(count: 32)) }
+
+    /// A new device epoch: 16 random bytes, base64url.
+    static func newEpoch() -> String { Base64.encodeURL(SecureRandom.bytes(count: 16)) }
+
+    func issueNonce(tenant: Tenant, ttl: Duration, completion: @escaping (Result<String, StoreFailure>) -> Void) {
+        let nonce = Self.newNonce()
+        redis.evalScript(PlatformSSOScripts.issueNonce, keys: [Self.nonceKey(tenant, nonce)],
+                         args: [String(time.nowMicroseconds), String(ttl.milliseconds * 2)]) { result in
+            completion(RedisDeviceStore.store(result).flatMap { value in
+                guard let issuedAt = value.int, issuedAt > 0 else { return .failure(StoreFailure(description: "nonce collision")) }
+                return .success(nonce)
+            })
+        }
+    }
+
+    func prepareRefresh(_ request: PlatformSSOPreparation,
+                        completion: @escaping (Result<(RateLimitOutcome, PlatformSSOPrepared), StoreFailure>) -> Void) {
+        let bucket = request.bucket
+        redis.evalScript(PlatformSSOScripts.prepareRefresh, keys: [Self.deviceKey(request.tenant, request.keyID), bucket.key],
+                         args: [String(time.nowMicroseconds), String(bucket.limitPerMinute)]) { result in
+            completion(RedisDeviceStore.store(result).flatMap { value in
+                guard let reply = value.array, reply.count == 2,
+                      let decided = RateLimitScript.decisions(from: reply[0], limits: [bucket.limitPerMinute]),
+                      let parts = reply[1].array?.map({ $0.string ?? "" }), let status = parts.first else {
+                    return .failure(StoreFailure(description: "unexpected reply from the Platform SSO prepare script"))
+                }
+                let rateLimit = RateLimitOutcome.combining([bucket], allowed: decided.allowed, decided.decisions)
+                guard status == "ok" else {
+                    guard let refusal = PlatformSSORefusal(rawValue: status) else {
+                        return .failure(StoreFailure(description: "unexpected refusal from the Platform SSO prepare script"))
+                    }
+                    return .success((rateLimit, .refused(refusal)))
+                }
+                guard parts.count == 5, let keys = Self.deviceKeys(parts[1], parts[2]),
+                      let user = Self.user(parts[3], parts[4]) else {
+                    return .failure(StoreFailure(description: "corrupt Platform SSO device record"))
+                }
+                return .success((rateLimit, .ready(keys, user: user)))
+            })
+        }
+    }
+
+    func commitRefresh(_ request: PlatformSSOCommit, completion: @escaping (Result<PlatformSSOCommitted, StoreFailure>) -> Void) {
+        let tenant = request.tenant
+        // A token of the wrong shape names keys that never exist: the script still spends the
+        // nonce first, then finds no token.
+        let family = request.presented?.familyID ?? ""
+        let keys = [Self.nonceKey(tenant, request.serverNonce), Self.deviceKey(tenant, request.keyID),
+                    Self.tokenKey(tenant, request.presented?.digest ?? "-"), Self.familyKey(tenant, family.isEmpty ? "-" : family),
+                    Self.tokenKey(tenant, request.successor.digest)]
+        let args = [String(time.nowMicroseconds), String(request.nonceTTL.milliseconds), request.keyID.urlSafe, family,
+                    request.presented?.digest ?? "-", request.successor.digest, String(request.familyTTL.milliseconds),
+                    String(request.idle.milliseconds), String(request.reuseGrace.milliseconds)]
+        redis.evalScript(PlatformSSOScripts.commitRefresh, keys: keys, args: args) { result in
+            completion(Self.committed(result, script: "refresh commit"))
+        }
+    }
+
+    func register(_ device: PlatformSSODeviceRegistration, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
+        let args = [String(time.nowMicroseconds), Base64.encode(device.keys.signingKey.x963Representation),
+                    Base64.encode(device.keys.encryptionKey.x963Representation), device.user.subject,
+                    JSONValue.object(device.user.claims).serializedString(), Self.newEpoch()]
+        redis.evalScript(PlatformSSOScripts.registerDevice, keys: [Self.deviceKey(device.tenant, device.keys.keyID)],
+                         args: args) { result in
+            completion(RedisDeviceStore.store(result).flatMap { value in
+                switch value.string {
+                case "created": .success(true)
+                case "updated": .success(false)
+                default: .failure(StoreFailure(description: "unexpected reply from the Platform SSO register script"))
+                }
+            })
+        }
+    }
+
+    func read(tenant: Tenant, keyID: PlatformSSOKeyID,
+              completion: @escaping (Result<PlatformSSODeviceRecord?, StoreFailure>) -> Void) {
+        redis.send(["HGETALL", Self.deviceKey(tenant, keyID)]) { result in
+            completion(RedisDeviceStore.store(result).flatMap { value in
+                guard let fields = value.hashFields, !fields.isEmpty else { return .success(nil) }
+                guard let keys = Self.deviceKeys(fields["sk"] ?? "", fields["ek"] ?? ""),
+                      let user = Self.user(fields["sub"] ?? "", fields["claims"] ?? "{}") else {
+                    return .failure(StoreFailure(description: "corrupt Platform SSO device record"))
+                }
+                return .success(PlatformSSODeviceRecord(keys: keys, user: user, disabled: fields["rev"] == "1",
+                                                        createdMilliseconds: fields["created"].flatMap { Int64($0) },
+                                                        updatedMilliseconds: fields["updated"].flatMap { Int64($0) }))
+            })
+        }
+    }
+
+    func delete(tenant: Tenant, keyID: PlatformSSOKeyID, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
+        redis.send(["DEL", Self.deviceKey(tenant, keyID)]) { result in
+            completion(RedisDeviceStore.store(result).map { $0.int == 1 })
+        }
+    }
+
+    func revoke(tenant: Tenant, keyID: PlatformSSOKeyID, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
+        redis.evalScript(PlatformSSOScripts.revokeDevice, keys: [Self.deviceKey(tenant, keyID)],
+                         args: [String(time.nowMicroseconds), Self.newEpoch()]) { result in
+            completion(RedisDeviceStore.store(result).map { $0.int == 1 })
+        }
+    }
+
+    func mint(_ request: PlatformSSOMint, completion: @escaping (Result<PlatformSSOCommitted, StoreFailure>) -> Void) {
+        let tenant = request.tenant
+        let keys = [Self.deviceKey(tenant, request.keyID), Self.familyKey(tenant, request.token.familyID),
+                    Self.tokenKey(tenant, request.token.digest)]
+        let args = [String(time.nowMicroseconds), request.keyID.urlSafe, request.token.familyID, request.token.digest,
+                    String(request.familyTTL.milliseconds), String(request.idle.milliseconds)]
+        redis.evalScript(PlatformSSOScripts.mintRefreshToken, keys: keys, args: args) { result in
+            completion(Self.committed(result, script: "mint"))
+        }
+    }
+
+    /// `{'ok', seconds}` or `{refusal}`.
+    private static func committed(_ result: Result<RedisValue, RedisError>, script: String) -> Result<PlatformSSOCommitted, StoreFailure> {
+        RedisDeviceStore.store(result).flatMap { value in
+            guard let parts = value.array?.map({ $0.string ?? "" }), let status = parts.first else {
+                return .failure(StoreFailure(description: "unexpected reply from the Platform SSO \(script) script"))
+            }
+            if status == "ok", parts.count == 2, let seconds = Int64(parts[1]) { return .success(.rotated(expiresIn: seconds)) }
+            guard let refusal = PlatformSSORefusal(rawValue: status) else {
+                return .failure(StoreFailure(description: "unexpected reply from the Platform SSO \(script) script: \(status)"))
+            }
+            return .success(.refused(refusal))
+        }
+    }
+
+    private static func deviceKeys(_ signing: String, _ encryption: String) -> PlatformSSODeviceKeys? {
+        guard let sk = Base64.decode(signing), let ek = Base64.decode(encryption),
+              let signingKey = try? P256.PublicKey(x963Representation: sk),
+              let encryptionKey = try? P256.PublicKey(x963Representation: ek) else { return nil }
+        return PlatformSSODeviceKeys(signingKey: signingKey, encryptionKey: encryptionKey)
+    }
+
+    private static func user(_ subject: String, _ claims: String) -> PlatformSSOUser? {
+        guard case .object(let members)? = try? JSONValue(parsing: Array(claims.utf8)) else { return nil }
+        return try? PlatformSSOUser(subject: subject, claims: members)
+    }
+}

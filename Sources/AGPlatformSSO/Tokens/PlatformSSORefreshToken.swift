@@ -1,0 +1,52 @@
+internal import AGCrypto
+internal import AGFormats
+
+/// An opaque Platform SSO refresh token (DESIGN section 11 "Refresh tokens"): base64url of a
+/// 16-byte family id followed by a 32-byte secret, 64 characters.
+///
+/// The family id rides in the token so that the store can name every key its refresh script
+/// touches before running it (one cluster slot, all keys declared); it is an identifier, not a
+/// secret. The 256-bit secret makes the token unguessable. Only `digest` is ever stored.
+public struct PlatformSSORefreshToken: Sendable, Equatable, CustomStringConvertible {
+    public static let familyIDByteCount = 16
+    public static let secretByteCount = 32
+    /// base64url length of the whole token.
+    public static let textLength = 64
+
+    /// What the Mac stores and presents.
+    public let text: String
+    /// The family, base64url of its 16 bytes (22 characters).
+    public let familyID: String
+    /// SHA-256 of `text`, base64url (43 characters): the stored form.
+    public let digest: String
+
+    private init(familyBytes: [UInt8], secret: [UInt8]) {
+        text = Base64.encodeURL(familyBytes + secret)
+        familyID = Base64.encodeURL(familyBytes)
+        digest = Base64.encodeURL(SHA256.hash(Array(text.utf8)))
+    }
+
+    /// The first token of a new family (random family id).
+    public static func newFamily() -> PlatformSSORefreshToken {
+        PlatformSSORefreshToken(familyBytes: SecureRandom.bytes(count: familyIDByteCount),
+                                secret: SecureRandom.bytes(count: secretByteCount))
+    }
+
+    /// A new token of the same family as `self`.
+    public func successor() -> PlatformSSORefreshToken {
+        PlatformSSORefreshToken(familyBytes: Base64.decodeURL(familyID) ?? [], secret: SecureRandom.bytes(count: Self.secretByteCount))
+    }
+
+    /// A presented token, when it has the shape of one the gateway mints (exact length,
+    /// unpadded base64url); anything else cannot be known to the store.
+    public init?(presented text: String) {
+        guard text.utf8.count == Self.textLength, let bytes = Base64.decodeURL(text),
+              bytes.count == Self.familyIDByteCount + Self.secretByteCount else { return nil }
+        self.init(familyBytes: Array(bytes.prefix(Self.familyIDByteCount)), secret: Array(bytes.suffix(Self.secretByteCount)))
+        // Base64 with non-zero trailing bits decodes to the same bytes: only the canonical spelling counts.
+        guard self.text == text else { return nil }
+    }
+
+    /// Never the token itself: descriptions end up in logs.
+    public var description: String { "refresh token of family \(familyID)" }
+}
