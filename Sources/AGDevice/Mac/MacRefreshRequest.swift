@@ -11,10 +11,11 @@ public struct MacRefreshRequest: Sendable {
     public let nonce: String
     /// `jwe_crypto.apv` bytes: the response's PartyVInfo must equal them.
     public let partyVInfo: [UInt8]
-    /// The header members in the order they are written.
-    public let header: [(String, JSONValue)]
+    /// The header members in the order they are written (tests change them to build the
+    /// requests a Mac never sends).
+    public var header: [(String, JSONValue)]
     /// The claims in the order they are written.
-    public let claims: [(String, JSONValue)]
+    public var claims: [(String, JSONValue)]
 
     /// - Parameters:
     ///   - nonceClaimName: where the server nonce goes (`request_nonce` unless configured otherwise).
@@ -41,11 +42,16 @@ public struct MacRefreshRequest: Sendable {
 
     /// The compact JWS, signed with the Mac's signing key.
     public func signed(by mac: SimulatedMac) throws(DeviceError) -> String {
+        try signed(with: mac.signingKey)
+    }
+
+    /// The compact JWS, signed with `key`.
+    public func signed(with key: P256.PrivateKey) throws(DeviceError) -> String {
         let headerText = JSONValue.prettyPrintedObject(header, keySeparator: " : ")
         let claimsText = JSONValue.prettyPrintedObject(claims, keySeparator: " : ")
         let signingInput = Base64.encodeURL(Array(headerText.utf8)) + "." + Base64.encodeURL(Array(claimsText.utf8))
         do {
-            return signingInput + "." + Base64.encodeURL(try mac.signingKey.rawSignature(for: Array(signingInput.utf8)))
+            return signingInput + "." + Base64.encodeURL(try key.rawSignature(for: Array(signingInput.utf8)))
         } catch {
             throw .crypto(error)
         }

@@ -42,9 +42,8 @@ public struct PlatformSSORefreshToken: Sendable, Equatable, CustomStringConverti
     public init?(presented text: String) {
         guard text.utf8.count == Self.textLength, let bytes = Base64.decodeURL(text),
               bytes.count == Self.familyIDByteCount + Self.secretByteCount else { return nil }
+        // 64 base64url characters are exactly 48 bytes: every such text is its own canonical spelling.
         self.init(familyBytes: Array(bytes.prefix(Self.familyIDByteCount)), secret: Array(bytes.suffix(Self.secretByteCount)))
-        // Base64 with non-zero trailing bits decodes to the same bytes: only the canonical spelling counts.
-        guard self.text == text else { return nil }
     }
 
     /// Never the token itself: descriptions end up in logs.

@@ -1,0 +1,157 @@
+import AGDevice
+import AGFormats
+import AGPlatformSSO
+import AGTestSupport
+import Foundation
+import Testing
+
+/// Refresh-token families through the real gateway, on a controlled clock: rotation, reuse
+/// revoking the family, the `reuse_grace` window, absolute and idle lifetimes, nonce lifetime.
+@Suite("Platform SSO refresh-token families, end to end")
+struct PlatformSSOFamilyTests {
+    static let lifetimes = ["refresh_token_ttl: 1h", "refresh_token_idle: 30m", "reuse_grace: 30s", "nonce_ttl: 2m",
+                            "id_token_ttl: 2h"]
+
+    func expectRefused(_ sso: PlatformSSOGateway, _ mac: SimulatedMac, _ token: String, status: Int, error: String,
+                       description: String, _ comment: Comment) throws {
+        let (response, _) = try sso.refresh(mac, token: token)
+        #expect(response.status == status, comment)
+        #expect(response.oauthError == error, comment)
+        #expect(response.json["error_description"] as? String == description, comment)
+    }
+
+    @Test func everyRefreshRotatesAndTheResponseIsWhatAMacChecks() throws {
+        let sso = try PlatformSSOGateway(settings: Self.lifetimes)
+        defer { sso.stop() }
+        let (mac, first) = try sso.enrolledMac()
+        let (response, request) = try sso.refresh(mac, token: first, headers: [("client-request-id", "3F2A-77")])
+        #expect(response.header("Content-Type") == "application/platformsso-login-response+jwt")
+        #expect(response.header("Cache-Control") == "no-store")
+        #expect(response.header("client-request-id") == "3F2A-77")
+        let login = try sso.login(response, mac, request)
+        #expect(login.refreshToken != first && login.refreshToken.count == 64)
+        #expect(login.expiresIn == 7_200)
+        #expect(login.refreshTokenExpiresIn == 1_800, "min(family ttl left, idle)")
+        let claims = login.idTokenClaims
+        #expect(claims["sub"] == "user-42" && claims["name"] == "Ada" && claims["aud"] == .string(PlatformSSOGateway.clientID))
+        #expect(claims["exp"]?.integerValue == sso.nowSeconds + 7_200 && claims["nbf"]?.integerValue == sso.nowSeconds)
+        #expect(login.idTokenHeader["kid"] == "test-es256" && login.idTokenHeader["typ"] == "JWT")
+        #expect(login.header["kid"] == .string(PlatformSSOKeyID(of: mac.encryptionKey.publicKey).canonical))
+        #expect(try sso.currentDigest(ofFamilyOf: first) == PlatformSSOGateway.digest(login.refreshToken))
+        #expect(PlatformSSORefreshToken(presented: login.refreshToken)?.familyID == PlatformSSORefreshToken(presented: first)?.familyID)
+
+        // Only digests are stored: no key holds a token in clear.
+        let keys = try sso.redis("--scan", "--pattern", "ag:{\(sso.appID)}:psso:*")
+        #expect(!keys.contains(first) && !keys.contains(login.refreshToken))
+        let family = try sso.redis("HGETALL", "ag:{\(sso.appID)}:psso:fam:\(PlatformSSORefreshToken(presented: first)!.familyID)")
+        #expect(!family.contains(first) && !family.contains(login.refreshToken))
+
+        // macOS 13: Accept: application/json gets the same body with typ JWT.
+        let (json, jsonRequest) = try sso.refresh(mac, token: login.refreshToken, headers: [("Accept", "application/json")])
+        #expect(json.header("Content-Type") == "application/platformsso-login-response+jwt")
+        _ = try sso.login(json, mac, jsonRequest, type: "JWT")
+        #expect(!sso.gateway.logText().contains(first) && !sso.gateway.accessLogText().contains(first))
+        #expect(!sso.gateway.logText().contains(request.value("request_nonce")!.stringValue!))
+    }
+
+    @Test func reuseOfARotatedTokenRevokesTheWholeFamily() throws {
+        let sso = try PlatformSSOGateway(settings: Self.lifetimes)
+        defer { sso.stop() }
+        let (mac, first) = try sso.enrolledMac()
+        let second = try sso.rotate(mac, token: first)
+        let third = try sso.rotate(mac, token: second)
+        try expectRefused(sso, mac, first, status: 401, error: "invalid_grant",
+                          description: "refresh token reused; every token of its family is revoked", "a token two rotations old")
+        #expect(try sso.familyRevoked(first))
+        try expectRefused(sso, mac, third, status: 401, error: "invalid_grant", description: "refresh token revoked",
+                          "the current token of the revoked family")
+        // The IdP's next login starts a new family that works.
+        _ = try sso.rotate(mac, token: try sso.mint(mac))
+    }
+
+    @Test func theGraceWindowReplacesAnUnusedSuccessorOnce() throws {
+        let sso = try PlatformSSOGateway(settings: Self.lifetimes)
+        defer { sso.stop() }
+        let (mac, first) = try sso.enrolledMac()
+        let lost = try sso.rotate(mac, token: first)
+        sso.time.advance(.seconds(29))
+        // The answer carrying `lost` never reached the Mac: it sends `first` again, within the window.
+        let replacement = try sso.rotate(mac, token: first)
+        #expect(replacement != lost)
+        #expect(try sso.currentDigest(ofFamilyOf: first) == PlatformSSOGateway.digest(replacement))
+        // The replaced successor is now an old token of the family: presenting it is reuse.
+        try expectRefused(sso, mac, lost, status: 401, error: "invalid_grant",
+                          description: "refresh token reused; every token of its family is revoked", "the replaced successor")
+        try expectRefused(sso, mac, replacement, status: 401, error: "invalid_grant", description: "refresh token revoked",
+                          "family revoked")
+    }
+
+    @Test func theGraceWindowEndsAfterReuseGrace() throws {
+        let sso = try PlatformSSOGateway(settings: Self.lifetimes)
+        defer { sso.stop() }
+        let (mac, first) = try sso.enrolledMac()
+        let second = try sso.rotate(mac, token: first)
+        sso.time.advance(.seconds(30))
+        try expectRefused(sso, mac, first, status: 401, error: "invalid_grant",
+                          description: "refresh token reused; every token of its family is revoked", "30 s after the rotation")
+        try expectRefused(sso, mac, second, status: 401, error: "invalid_grant", description: "refresh token revoked", "second")
+    }
+
+    @Test func theGraceWindowNeedsAnUnusedSuccessor() throws {
+        let sso = try PlatformSSOGateway(settings: Self.lifetimes)
+        defer { sso.stop() }
+        let (mac, first) = try sso.enrolledMac()
+        let second = try sso.rotate(mac, token: first)
+        _ = try sso.rotate(mac, token: second)
+        try expectRefused(sso, mac, first, status: 401, error: "invalid_grant",
+                          description: "refresh token reused; every token of its family is revoked", "successor used")
+    }
+
+    @Test func familiesExpireWhenIdleAndAtTheirAbsoluteLifetime() throws {
+        let sso = try PlatformSSOGateway(settings: Self.lifetimes)
+        defer { sso.stop() }
+        // Idle: 30 minutes without a refresh.
+        let (mac, idle) = try sso.enrolledMac()
+        sso.time.advance(.seconds(29 * 60 + 59))
+        let fresh = try sso.rotate(mac, token: idle)
+        sso.time.advance(.seconds(30 * 60))
+        try expectRefused(sso, mac, fresh, status: 401, error: "invalid_grant", description: "refresh token expired", "idle")
+
+        // Absolute: used every 25 minutes, the family still ends an hour after the login.
+        var token = try sso.mint(mac)
+        var remaining: [Int64] = []
+        for _ in 0..<2 {
+            sso.time.advance(.seconds(25 * 60))
+            let (response, request) = try sso.refresh(mac, token: token)
+            let login = try sso.login(response, mac, request)
+            remaining.append(login.refreshTokenExpiresIn)
+            token = login.refreshToken
+        }
+        #expect(remaining == [1_800, 600], "min(idle, what is left of the hour)")
+        sso.time.advance(.seconds(10 * 60))
+        let before = try sso.currentDigest(ofFamilyOf: token)
+        try expectRefused(sso, mac, token, status: 401, error: "invalid_grant", description: "refresh token expired", "absolute")
+        #expect(try sso.currentDigest(ofFamilyOf: token) == before && !sso.familyRevoked(token), "an expired family is left as it is")
+    }
+
+    @Test func serverNoncesExpireAndServeOnce() throws {
+        let sso = try PlatformSSOGateway(settings: Self.lifetimes)
+        defer { sso.stop() }
+        let (mac, token) = try sso.enrolledMac()
+        let stale = try sso.nonce()
+        sso.time.advance(.seconds(120) + .milliseconds(1))
+        let expired = try sso.post(PlatformSSOGateway.form(try sso.request(mac, token: token, nonce: stale).signed(by: mac)))
+        #expect(expired.status == 400 && expired.oauthError == "invalid_grant")
+        #expect(expired.json["error_description"] as? String == "nonce expired")
+
+        let nonce = try sso.nonce()
+        let request = sso.request(mac, token: token, nonce: nonce)
+        let next = try sso.login(try sso.post(PlatformSSOGateway.form(try request.signed(by: mac))), mac, request).refreshToken
+        let again = try sso.post(PlatformSSOGateway.form(try sso.request(mac, token: next, nonce: nonce).signed(by: mac)))
+        #expect(again.status == 400 && again.oauthError == "invalid_grant")
+        #expect(again.json["error_description"] as? String == "nonce already used")
+        #expect(try sso.currentDigest(ofFamilyOf: next) == PlatformSSOGateway.digest(next), "a refused nonce rotates nothing")
+        let unknown = try sso.post(PlatformSSOGateway.form(try sso.request(mac, token: next, nonce: "nope").signed(by: mac)))
+        #expect(unknown.status == 400 && unknown.json["error_description"] as? String == "nonce unknown")
+    }
+}
