@@ -16,6 +16,8 @@ public final class TestGateway: @unchecked Sendable {
     public let redisURL: String
     public var port: Int { gateway.publicPort }
     public var adminPort: Int { gateway.adminPort }
+    /// The time the gateway decides by (the host clock unless the test passed a `ManualTime`).
+    public let time: any TimeSource
     public var logPath: String { directory + "/gateway.log" }
     public var accessLogPath: String { directory + "/access.log" }
 
@@ -49,12 +51,14 @@ public final class TestGateway: @unchecked Sendable {
     /// (a test CA certificate, for example).
     public init(redisURL: String = TestGateway.sharedRedisURL, tenants: [String: String], gatewayYAML: String = "",
                 files: [String: String] = [:],
-                workers: Int = 2, redisTimeout: String = "250ms", keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)]) throws {
+                workers: Int = 2, redisTimeout: String = "250ms", keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)],
+                time: (any TimeSource)? = nil) throws {
         directory = NSTemporaryDirectory() + "attestgate-test-" + UUID().uuidString
         let manager = FileManager.default
         try manager.createDirectory(atPath: directory + "/tenants", withIntermediateDirectories: true)
         try manager.createDirectory(atPath: directory + "/keys", withIntermediateDirectories: true)
         self.redisURL = redisURL
+        self.time = time ?? SystemTime()
         adminToken = UUID().uuidString + UUID().uuidString
         try adminToken.write(toFile: directory + "/admin-token", atomically: true, encoding: .utf8)
         let rootCA = try String(contentsOfFile: Self.fixturePath("Apple_App_Attestation_Root_CA.pem"), encoding: .utf8)
@@ -95,7 +99,7 @@ public final class TestGateway: @unchecked Sendable {
         let accessFD = open(directory + "/access.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
         gateway = try Gateway(configPath: directory + "/gateway.yaml",
                               logger: Logger(level: .debug, format: .json, fileDescriptor: logFD),
-                              accessLog: Logger(level: .info, format: .json, fileDescriptor: accessFD))
+                              accessLog: Logger(level: .info, format: .json, fileDescriptor: accessFD), time: time)
     }
 
     deinit {
@@ -167,7 +171,7 @@ extension TestGateway {
 
     /// Stores `challenge` as issued `ageSeconds` ago, exactly as the challenge endpoint would.
     public func putChallenge(appID: String, challenge: String, ageSeconds: Double = 0) throws {
-        let issued = Int64((Date().timeIntervalSince1970 - ageSeconds) * 1000)
+        let issued = time.nowMilliseconds - Int64(ageSeconds * 1000)
         try RedisCLI.run(redisURL, "SET", "ag:{\(appID)}:ch:\(challenge)", String(issued), "PX", "600000")
     }
 
