@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGPlatformSSOTests", dependencies: ["AGPlatformSSO", "AGJOSE", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
-        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
+        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGDevice", "AGCrypto", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
         .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
         .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP", "AGDevTools", "AGCrypto"]),
         .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGDevTools", "AGAppAttest", "AGFormats", "AGCrypto"]),
