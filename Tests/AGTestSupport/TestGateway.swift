@@ -107,16 +107,6 @@ public final class TestGateway: @unchecked Sendable {
     }
 }
 
-/// Polls `condition` every 20 ms until it holds or `seconds` pass.
-public func eventually(_ seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return true }
-        usleep(20_000)
-    }
-    return try condition()
-}
-
 extension TestGateway {
     /// `PUT /admin/v1/tenants/{appId}/keys/{keyId}` (keyId given in standard base64).
     public func importKey(appID: String, keyID: String, publicKey: String, counter: Int) throws -> TestResponse {

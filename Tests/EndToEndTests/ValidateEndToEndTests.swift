@@ -1,4 +1,5 @@
 import AGDevTools
+import AGHTTP
 import AGCrypto
 import AGConfig
 import AGPolicy
