@@ -1,4 +1,5 @@
 import AGConfig
+import AGFormats
 import AGPolicy
 import AGHTTP
 
@@ -35,7 +36,7 @@ public struct GatewayError: Error, Sendable, Equatable {
         json.add("requestId", requestID)
         json.add("hint", hint)
         for (key, value) in extra { json.add(key, value) }
-        return Array(json.finished().utf8)
+        return json.finishedBytes()
     }
 
     // MARK: The contract's codes

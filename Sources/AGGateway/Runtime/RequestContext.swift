@@ -1,4 +1,5 @@
 import AGConfig
+import AGFormats
 import AGHTTP
 import AGPolicy
 

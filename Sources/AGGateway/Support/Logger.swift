@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import AGConfig
+import AGFormats
 import AGPolicy
 import Glibc
 #endif
