@@ -1,6 +1,4 @@
-import AGConfig
 import AGFormats
-import AGPolicy
 import AGHTTP
 
 /// An error answered to a client: HTTP status, stable machine-readable code, message.

@@ -1,6 +1,5 @@
 import AGConfig
 import AGHTTP
-import AGPolicy
 
 /// Step 4 of the proxy on a real connection: headers rebuilt (anti-spoofing, claims,
 /// `X-Forwarded-*`), request and response streamed through the worker's `UpstreamPool`,
