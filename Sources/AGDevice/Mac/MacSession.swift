@@ -1,4 +1,5 @@
 import AGCrypto
+import AGHTTP
 public import AGFormats
 import AGJOSE
 import AGPlatformSSO
