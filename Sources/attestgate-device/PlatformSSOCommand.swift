@@ -18,8 +18,20 @@ enum PlatformSSOCommand {
             print(refresh.response.idTokenClaims.prettyPrinted())
         case "demo":
             try demo(options)
+        case "load":
+            let session = try configuration(options, needsAdmin: true)
+            let generator = PlatformSSOLoadGenerator(
+                configuration: macConfiguration(options, session: session), teamID: options.string("--team", default: "ABCDE12345"),
+                bundleID: options.string("--bundle", default: "com.example.app"),
+                devices: try options.positiveInteger("--devices", default: 100),
+                concurrency: try options.positiveInteger("--concurrency", default: 8),
+                duration: try options.seconds("--seconds", default: 10))
+            print(try generator.run(progress: printError))
+        case "crypto":
+            let rate = try PlatformSSOCryptoCeiling.measure(duration: try options.seconds("--seconds", default: 3))
+            print("crypto rounds/s \(String(format: "%.1f", rate)) (ES256 verify + P-256 keygen + ECDH + KDF + AES-GCM + ES256 sign, one thread)")
         case nil:
-            throw UsageError(message: "psso needs register, refresh or demo")
+            throw UsageError(message: "psso needs register, refresh, demo, load or crypto")
         case let other?:
             throw UsageError(message: "unknown psso command \(other)")
         }
@@ -75,13 +87,18 @@ enum PlatformSSOCommand {
             try mac.save(to: statePath)
             print("mac       \(mac.appID) kid \(mac.keyID.urlSafe) user \(mac.subject) (new keys, saved to \(statePath))")
         }
-        let session = try configuration(options, needsAdmin: needsAdmin)
+        return MacSession(configuration: macConfiguration(options, session: try configuration(options, needsAdmin: needsAdmin)),
+                          mac: mac, statePath: statePath)
+    }
+
+    /// What the Mac's Platform SSO extension is configured with (`--prefix`, `--client-id`,
+    /// `--audience`, `--issuer`).
+    private static func macConfiguration(_ options: Options, session: DeviceSessionConfiguration) -> MacConfiguration {
         let prefix = options.string("--prefix", default: "/psso")
-        let audience = options.values["--audience"] ?? "\(session.gateway)\(prefix)/token"
-        return MacSession(configuration: MacConfiguration(
+        return MacConfiguration(
             session: session, prefix: prefix, clientID: options.string("--client-id", default: "com.example.app.psso"),
-            audience: audience, issuer: options.string("--issuer", default: "https://attestgate.example.com")),
-            mac: mac, statePath: statePath)
+            audience: options.values["--audience"] ?? "\(session.gateway)\(prefix)/token",
+            issuer: options.string("--issuer", default: "https://attestgate.example.com"))
     }
 
     /// The user claims the demo IdP registers with the device.

@@ -34,6 +34,10 @@ let usage = """
                            the answer, keeps the new refresh token, prints the id_token's claims
       psso demo            login (register + first refresh token), two refreshes, then replay
                            the first token: the gateway revokes its family
+      psso load            register --devices Macs, then run nonce + refresh from --concurrency
+                           threads for --seconds and print a summary
+      psso crypto          the gateway's public-key work per refresh in a loop for --seconds on
+                           one thread (the benchmark's crypto ceiling)
 
     options:
       --gateway URL            public listener (default http://127.0.0.1:8080)

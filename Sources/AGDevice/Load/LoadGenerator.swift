@@ -156,8 +156,11 @@ public struct LoadReport: Sendable, CustomStringConvertible {
     public let cycleLatency: LatencySummary
     /// Connections opened by the load threads; equal to `concurrency` when keep-alive held.
     public let connectionsOpened: Int
+    /// What the first request of a cycle is called in the latency table (`challenge`, `nonce`).
+    public let firstStep: String
 
-    init(devices: Int, concurrency: Int, elapsed: Duration, tallies: [WorkerTally]) {
+    init(devices: Int, concurrency: Int, elapsed: Duration, tallies: [WorkerTally], firstStep: String = "challenge") {
+        self.firstStep = firstStep
         self.devices = devices
         self.concurrency = concurrency
         self.elapsed = elapsed
@@ -188,7 +191,7 @@ public struct LoadReport: Sendable, CustomStringConvertible {
             lines.append("  \(code): \(count)")
         }
         lines.append("latency      p50        p99        max        n")
-        for (name, summary) in [("challenge", challengeLatency), ("refresh", refreshLatency), ("cycle", cycleLatency)] {
+        for (name, summary) in [(firstStep, challengeLatency), ("refresh", refreshLatency), ("cycle", cycleLatency)] {
             lines.append(name.padding(toLength: 13, withPad: " ", startingAt: 0)
                 + [summary.p50, summary.p99, summary.max].map { Self.milliseconds($0).padding(toLength: 11, withPad: " ", startingAt: 0) }.joined()
                 + "\(summary.count)")

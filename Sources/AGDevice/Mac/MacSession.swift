@@ -36,6 +36,8 @@ public struct MacRefresh: Sendable {
     public let response: MacLoginResponse
     /// The `client-request-id` sent on both calls and echoed by the gateway.
     public let clientRequestID: String
+    /// How long the nonce call took (for load reports).
+    public let nonceLatency: Duration
 }
 
 /// Plays a Mac against the gateway: registration through the admin API (the tenant IdP's part),
@@ -49,12 +51,24 @@ public final class MacSession {
     public let statePath: String?
     private let gateway: BlockingHTTPClient
     private var admin: BlockingHTTPClient?
+    /// The gateway's JWKS as last fetched: a Mac keeps it and fetches again when an id_token
+    /// does not verify with it (a kid it has not seen).
+    var jwksCache: JSONValue?
 
-    public init(configuration: MacConfiguration, mac: SimulatedMac, statePath: String? = nil) {
+    public convenience init(configuration: MacConfiguration, mac: SimulatedMac, statePath: String? = nil) {
+        self.init(configuration: configuration, mac: mac, statePath: statePath,
+                  gatewayClient: BlockingHTTPClient(endpoint: configuration.session.gateway, timeout: configuration.session.timeout),
+                  adminClient: nil)
+    }
+
+    /// A session sending through clients that sessions on the same thread may share.
+    init(configuration: MacConfiguration, mac: SimulatedMac, statePath: String?, gatewayClient: BlockingHTTPClient,
+         adminClient: BlockingHTTPClient?) {
         self.configuration = configuration
         self.mac = mac
         self.statePath = statePath
-        gateway = BlockingHTTPClient(endpoint: configuration.session.gateway, timeout: configuration.session.timeout)
+        gateway = gatewayClient
+        admin = adminClient
     }
 
     private var devicePath: String { "/admin/v1/tenants/\(mac.appID)/psso/devices/\(mac.keyID.urlSafe)" }
@@ -100,7 +114,9 @@ public final class MacSession {
             throw .configuration("the Mac has no refresh token; register first")
         }
         let clientRequestID = MacRefreshRequest.newNonce()
+        let nonceStarted = ContinuousClock.now
         let serverNonce = try nonce(clientRequestID: clientRequestID)
+        let nonceLatency = nonceStarted.duration(to: .now)
         let time = now ?? Int64(Date().timeIntervalSince1970)
         let request = MacRefreshRequest(mac: mac, clientID: configuration.clientID, audience: configuration.audience,
                                         serverNonce: serverNonce, refreshToken: refreshToken,
@@ -113,13 +129,19 @@ public final class MacSession {
         guard response.header("Content-Type") == LoginResponseType.contentType else {
             throw .unexpectedResponse(status: response.status, reason: "Content-Type is not \(LoginResponseType.contentType)")
         }
-        let jwks = try self.jwks()
-        let checked = try MacLoginResponse(
-            jwe: response.text, mac: mac, request: request, jwks: jwks,
-            expected: MacLoginResponse.Expectations(issuer: configuration.issuer, clientID: configuration.clientID), now: time)
+        let expected = MacLoginResponse.Expectations(issuer: configuration.issuer, clientID: configuration.clientID)
+        let checked: MacLoginResponse
+        if let cached = jwksCache,
+           let result = try? MacLoginResponse(jwe: response.text, mac: mac, request: request, jwks: cached, expected: expected, now: time) {
+            checked = result
+        } else {
+            let jwks = try self.jwks()
+            checked = try MacLoginResponse(jwe: response.text, mac: mac, request: request, jwks: jwks, expected: expected, now: time)
+            jwksCache = jwks
+        }
         mac.refreshToken = checked.refreshToken
         try save()
-        return MacRefresh(request: request, response: checked, clientRequestID: clientRequestID)
+        return MacRefresh(request: request, response: checked, clientRequestID: clientRequestID, nonceLatency: nonceLatency)
     }
 
     /// `GET /.well-known/jwks.json` (a Mac fetches it again when a kid is unknown).
