@@ -12,7 +12,8 @@ enum PlatformSSOCommand {
             let (status, expiresIn) = try session.register(claims: claims(for: session.mac))
             print("registered (admin \(status)); first refresh token minted, expires in \(expiresIn) s")
         case "refresh":
-            let session = try openSession(options, needsAdmin: false)
+            // stdout is the claims alone: the Mac's line goes to stderr.
+            let session = try openSession(options, needsAdmin: false, announce: printError)
             let refresh = try rejectionExplained { try session.refresh() }
             printError("refreshed: new refresh token, expires in \(refresh.response.refreshTokenExpiresIn) s")
             print(refresh.response.idTokenClaims.prettyPrinted())
@@ -73,19 +74,20 @@ enum PlatformSSOCommand {
     }
 
     /// The session for the Mac in `--state`, created with new keys when there is none.
-    private static func openSession(_ options: Options, needsAdmin: Bool) throws -> MacSession {
+    private static func openSession(_ options: Options, needsAdmin: Bool,
+                                    announce: (String) -> Void = { print($0) }) throws -> MacSession {
         let statePath = options.string("--state", default: ".run/mac.json")
         let mac: SimulatedMac
         if let saved = try SimulatedMac.load(from: statePath) {
             mac = saved
-            print("mac       \(mac.appID) kid \(mac.keyID.urlSafe) user \(mac.subject) (keys from \(statePath))")
+            announce("mac       \(mac.appID) kid \(mac.keyID.urlSafe) user \(mac.subject) (keys from \(statePath))")
         } else {
             guard needsAdmin else { throw UsageError(message: "no Mac in \(statePath); run psso register first") }
             mac = try SimulatedMac(teamID: options.string("--team", default: "ABCDE12345"),
                                    bundleID: options.string("--bundle", default: "com.example.app"),
                                    subject: options.string("--user", default: "user@example.com"))
             try mac.save(to: statePath)
-            print("mac       \(mac.appID) kid \(mac.keyID.urlSafe) user \(mac.subject) (new keys, saved to \(statePath))")
+            announce("mac       \(mac.appID) kid \(mac.keyID.urlSafe) user \(mac.subject) (new keys, saved to \(statePath))")
         }
         return MacSession(configuration: macConfiguration(options, session: try configuration(options, needsAdmin: needsAdmin)),
                           mac: mac, statePath: statePath)
