@@ -42,6 +42,14 @@ public enum P256 {
             self.x963Representation = try P256.x963(of: key, operation: operation)
         }
 
+        /// The public half of a key pair this process generated: it shares the pair's
+        /// `EVP_PKEY` (verifying and ECDH read only the public point), which spares importing
+        /// the point again — as much work as generating the key.
+        init(generatedPair key: EVPKey, point: [UInt8]) {
+            self.key = key
+            self.x963Representation = point
+        }
+
         /// A key from its 65-byte uncompressed point; points off the curve are rejected.
         public init(x963Representation point: [UInt8]) throws(CryptoError) {
             let operation = "P256.PublicKey(x963Representation:)"
@@ -107,13 +115,13 @@ public enum P256 {
             self.publicKey = try PublicKey(x963Representation: P256.x963(of: key, operation: operation))
         }
 
-        /// A new random key.
+        /// A new random key (from a pooled keygen context: one ephemeral key per Platform SSO
+        /// response).
         public init() throws(CryptoError) {
             let operation = "P256.PrivateKey()"
-            let key = try EVPKey.generate(algorithm: "EC", operation: operation) { context in
-                EVP_PKEY_CTX_set_group_name(context, "P-256")
-            }
-            try self.init(validated: key, operation: operation)
+            let key = try EVPKey.generateP256(operation: operation)
+            self.key = key
+            self.publicKey = PublicKey(generatedPair: key, point: try key.publicPoint(operation: operation))
         }
 
         /// A key from PEM: PKCS#8 `PRIVATE KEY` or SEC1 `EC PRIVATE KEY`.

@@ -11,6 +11,10 @@ import AGRedis
 final class RedisPlatformSSOStore: PlatformSSOStore {
     let redis: RedisClient
     let time: any TimeSource
+    /// Parsed device keys by their stored text (`sk|ek`): importing a point into OpenSSL costs
+    /// about as much as an ECDH, twice per refresh otherwise. Keyed by the key material itself,
+    /// so a re-registered device with other keys misses and is parsed afresh.
+    private var parsedKeys = LRUCache<String, PlatformSSODeviceKeys>(capacity: 4_096)
 
     init(redis: RedisClient, time: any TimeSource) {
         self.redis = redis
@@ -45,7 +49,7 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
                         completion: @escaping (Result<(RateLimitOutcome, PlatformSSOPrepared), StoreFailure>) -> Void) {
         let bucket = request.bucket
         redis.evalScript(PlatformSSOScripts.prepareRefresh, keys: [Self.deviceKey(request.tenant, request.keyID), bucket.key],
-                         args: [String(time.nowMicroseconds), String(bucket.limitPerMinute)]) { result in
+                         args: [String(time.nowMicroseconds), String(bucket.limitPerMinute)]) { [self] result in
             completion(RedisDeviceStore.store(result).flatMap { value in
                 guard let reply = value.array, reply.count == 2,
                       let decided = RateLimitScript.decisions(from: reply[0], limits: [bucket.limitPerMinute]),
@@ -59,7 +63,7 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
                     }
                     return .success((rateLimit, .refused(refusal)))
                 }
-                guard parts.count == 5, let keys = Self.deviceKeys(parts[1], parts[2]),
+                guard parts.count == 5, let keys = deviceKeys(parts[1], parts[2]),
                       let user = Self.user(parts[3], parts[4]) else {
                     return .failure(StoreFailure(description: "corrupt Platform SSO device record"))
                 }
@@ -102,10 +106,10 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
 
     func read(tenant: Tenant, keyID: PlatformSSOKeyID,
               completion: @escaping (Result<PlatformSSODeviceRecord?, StoreFailure>) -> Void) {
-        redis.send(["HGETALL", Self.deviceKey(tenant, keyID)]) { result in
+        redis.send(["HGETALL", Self.deviceKey(tenant, keyID)]) { [self] result in
             completion(RedisDeviceStore.store(result).flatMap { value in
                 guard let fields = value.hashFields, !fields.isEmpty else { return .success(nil) }
-                guard let keys = Self.deviceKeys(fields["sk"] ?? "", fields["ek"] ?? ""),
+                guard let keys = deviceKeys(fields["sk"] ?? "", fields["ek"] ?? ""),
                       let user = Self.user(fields["sub"] ?? "", fields["claims"] ?? "{}") else {
                     return .failure(StoreFailure(description: "corrupt Platform SSO device record"))
                 }
@@ -154,11 +158,15 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
         }
     }
 
-    private static func deviceKeys(_ signing: String, _ encryption: String) -> PlatformSSODeviceKeys? {
+    private func deviceKeys(_ signing: String, _ encryption: String) -> PlatformSSODeviceKeys? {
+        let cacheKey = signing + "|" + encryption
+        if let cached = parsedKeys.value(for: cacheKey) { return cached }
         guard let sk = Base64.decode(signing), let ek = Base64.decode(encryption),
               let signingKey = try? P256.PublicKey(x963Representation: sk),
               let encryptionKey = try? P256.PublicKey(x963Representation: ek) else { return nil }
-        return PlatformSSODeviceKeys(signingKey: signingKey, encryptionKey: encryptionKey)
+        let keys = PlatformSSODeviceKeys(signingKey: signingKey, encryptionKey: encryptionKey)
+        parsedKeys.set(keys, for: cacheKey)
+        return keys
     }
 
     private static func user(_ subject: String, _ claims: String) -> PlatformSSOUser? {
