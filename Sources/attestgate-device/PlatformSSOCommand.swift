@@ -30,7 +30,7 @@ enum PlatformSSOCommand {
             print(try generator.run(progress: printError))
         case "crypto":
             let rate = try PlatformSSOCryptoCeiling.measure(duration: try options.seconds("--seconds", default: 3))
-            print("crypto rounds/s \(String(format: "%.1f", rate)) (ES256 verify + P-256 keygen + ECDH + KDF + AES-GCM + ES256 sign, one thread)")
+            print("crypto rounds/s \(String(format: "%.1f", rate)) (ES256 verify + P-256 keygen + ECDH + KDF + AES-GCM + ES256 sign, per CPU-second of one thread)")
         case nil:
             throw UsageError(message: "psso needs register, refresh, demo, load or crypto")
         case let other?:

@@ -14,7 +14,7 @@ public struct PlatformSSOTokenForm: Sendable, Equatable {
 
     /// Parses the body. A malformed form or a missing or doubled field is 400
     /// `invalid_request`; any other `grant_type` is 400 `unsupported_grant_type`.
-    public init(body: some Collection<UInt8>) throws(OAuthError) {
+    public init(body: [UInt8]) throws(OAuthError) {
         let form: URLEncodedForm
         do {
             form = try URLEncodedForm(parsing: body)
@@ -48,7 +48,7 @@ public struct PlatformSSONonceForm: Sendable, Equatable {
 
     /// Parses the body: malformed or without `grant_type` is 400 `invalid_request`, another
     /// `grant_type` 400 `unsupported_grant_type`.
-    public init(body: some Collection<UInt8>) throws(OAuthError) {
+    public init(body: [UInt8]) throws(OAuthError) {
         let form: URLEncodedForm
         do {
             form = try URLEncodedForm(parsing: body)

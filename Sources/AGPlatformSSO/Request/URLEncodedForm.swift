@@ -18,23 +18,31 @@ public struct URLEncodedForm: Sendable, Equatable {
     /// Every field by decoded name.
     public let fields: [String: String]
 
-    public init(parsing body: some Collection<UInt8>, maximumFields: Int = 32) throws(FormError) {
+    /// Parses `body` in one pass over its bytes (concrete `[UInt8]` indices: a generic
+    /// collection here ran unspecialised across the module boundary, a tenth of a refresh).
+    public init(parsing body: [UInt8], maximumFields: Int = 32) throws(FormError) {
         var fields: [String: String] = [:]
         guard !body.isEmpty else {
             self.fields = fields
             return
         }
-        for pair in body.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false) {
-            guard !pair.isEmpty else { throw FormError("empty field (a stray &)") }
-            guard fields.count < maximumFields else { throw FormError("more than \(maximumFields) fields") }
-            guard let equals = pair.firstIndex(of: UInt8(ascii: "=")) else {
-                throw FormError("field without =")
+        var start = 0
+        while start <= body.count {
+            var end = start
+            var equals: Int?
+            while end < body.count, body[end] != UInt8(ascii: "&") {
+                if equals == nil, body[end] == UInt8(ascii: "=") { equals = end }
+                end += 1
             }
-            let name = try Self.decode(pair[pair.startIndex..<equals])
+            guard end > start else { throw FormError("empty field (a stray &)") }
+            guard fields.count < maximumFields else { throw FormError("more than \(maximumFields) fields") }
+            guard let equals else { throw FormError("field without =") }
+            let name = try Self.decode(body, start..<equals)
             guard !name.isEmpty else { throw FormError("field with an empty name") }
-            let value = try Self.decode(pair[pair.index(after: equals)...])
+            let value = try Self.decode(body, equals + 1..<end)
             guard fields[name] == nil else { throw FormError("field \(name) given more than once") }
             fields[name] = value
+            start = end + 1
         }
         self.fields = fields
     }
@@ -42,34 +50,30 @@ public struct URLEncodedForm: Sendable, Equatable {
     /// The value of field `name`, if present.
     public subscript(name: String) -> String? { fields[name] }
 
-    private static func decode(_ encoded: some Collection<UInt8>) throws(FormError) -> String {
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(encoded.count)
-        var index = encoded.startIndex
-        while index != encoded.endIndex {
-            let byte = encoded[index]
+    /// The decoded text of `bytes[range]`.
+    private static func decode(_ bytes: [UInt8], _ range: Range<Int>) throws(FormError) -> String {
+        var decoded = [UInt8]()
+        decoded.reserveCapacity(range.count)
+        var index = range.lowerBound
+        while index < range.upperBound {
+            let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "+"):
-                bytes.append(UInt8(ascii: " "))
+                decoded.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
-                let high = encoded.index(after: index)
-                guard high != encoded.endIndex, let upper = hexValue(encoded[high]) else {
+                guard index + 2 < range.upperBound, let upper = hexValue(bytes[index + 1]), let lower = hexValue(bytes[index + 2]) else {
                     throw FormError("% not followed by two hex digits")
                 }
-                let low = encoded.index(after: high)
-                guard low != encoded.endIndex, let lower = hexValue(encoded[low]) else {
-                    throw FormError("% not followed by two hex digits")
-                }
-                bytes.append(upper << 4 | lower)
-                index = low
+                decoded.append(upper << 4 | lower)
+                index += 2
             case 0x21...0x7E:
-                bytes.append(byte)
+                decoded.append(byte)
             default:
                 throw FormError("raw space, control or non-ASCII byte (encode it as %XX)")
             }
-            index = encoded.index(after: index)
+            index += 1
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw FormError("a field is not UTF-8") }
+        guard let text = String(validating: decoded, as: UTF8.self) else { throw FormError("a field is not UTF-8") }
         return text
     }
 
