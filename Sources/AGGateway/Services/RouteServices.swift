@@ -43,8 +43,11 @@ protocol SnapshotSource {
 
 /// Takes rate-limit tokens (`RateLimiter` on Redis with its fallback).
 protocol Limiter: AnyObject {
+    /// Takes one token from every bucket of `checks` in one store call (all or none).
     /// Completes exactly once on the loop thread, possibly before returning.
     func check(_ checks: [BucketCheck], fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
+    /// Takes one token of `check` from this worker's lease of it (the proxied `api` bucket).
+    func lease(_ check: BucketCheck, fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
 }
 
 /// Issues single-use challenges.
