@@ -48,7 +48,7 @@ final class Worker {
             forwarder: UpstreamForwarder(upstreams: upstreams), readiness: RedisHealth(redis: redis),
             reloader: ControlLoopReloader(shared: shared, loop: loop), metrics: metrics,
             metricsText: { [registry = shared.metrics] in registry.render() }, logger: shared.logger, accessLog: accessLog,
-            tokenCache: TokenCache(), requestIDs: RequestIDSource())
+            tokenCache: TokenCache(), deviceKeys: DeviceKeyCache(), requestIDs: RequestIDSource())
         let timeouts = snapshot.gateway.server.timeouts
         var configuration = HTTPServerConfiguration()
         configuration.readTimeout = timeouts.read

@@ -28,6 +28,8 @@ struct RouteServices {
     let accessLog: any AccessLogSink
     /// Signature-verified proxy tokens, so a repeated token costs no signature check.
     let tokenCache: TokenCache
+    /// Parsed device keys, so a refresh costs no key import.
+    let deviceKeys: DeviceKeyCache
     let requestIDs: RequestIDSource
 }
 
