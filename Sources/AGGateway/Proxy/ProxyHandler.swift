@@ -178,15 +178,15 @@ struct ProxyHandler {
         let hop = ClientHop(peerAddress: request.remoteAddress,
                             peerTrusted: Self.isTrusted(request.remoteAddress, server.trustedProxies),
                             requestID: context.requestID)
-        let headers = ForwardHeaders.request(request.headers, policy: policy, hop: hop, injected: injected)
         let requestID = context.requestID
         let extra = context.extraHeaders
         let worker = self.worker
-        worker.upstreams.forward(request, to: proxy.target, path: proxy.target.basePath + request.head.target, headers: headers,
+        worker.upstreams.forward(request, to: proxy.target,
                                  timeouts: UpstreamTimeouts(connect: server.timeouts.upstreamConnect,
                                                             response: server.timeouts.upstreamResponse),
                                  maxBodyBytes: server.maxProxyBodyBytes,
-                                 responseHeaderFilter: { ForwardHeaders.filterResponse(&$0, requestID: requestID, extra: extra) }) {
+                                 writeFields: { ForwardHeaders.request(request.headers, policy: policy, hop: hop, injected: injected, into: &$0) },
+                                 responseFields: { ForwardHeaders.response($0, requestID: requestID, extra: extra, into: &$1) }) {
             outcome in
             switch outcome {
             case .completed(let status, let upstreamTime, _):

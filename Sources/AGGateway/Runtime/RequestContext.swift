@@ -22,7 +22,7 @@ final class RequestContext {
         self.request = request
         self.snapshot = snapshot
         self.worker = worker
-        self.requestID = RequestID.resolve(request.headers["X-Request-ID"], using: &worker.requestIDs)
+        self.requestID = RequestID.resolve(request.headers[.xRequestID], using: &worker.requestIDs)
     }
 
     /// Answers with a JSON body.

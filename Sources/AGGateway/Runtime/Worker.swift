@@ -60,14 +60,18 @@ final class Worker {
         configuration.readTimeout = timeouts.read
         configuration.writeTimeout = timeouts.write
         configuration.idleTimeout = timeouts.idle
-        publicServer = HTTPServer(loop: loop, socket: publicSocket, configuration: configuration) { [unowned self] request in
-            self.publicRouter.handle(request)
-        }
-        adminServer = HTTPServer(loop: loop, socket: adminSocket, configuration: configuration) { [unowned self] request in
-            self.adminRouter.handle(request)
-        }
         let logger = shared.logger
         let workerIndex = index
+        publicServer = HTTPServer(loop: loop, socket: publicSocket, configuration: configuration,
+                                  delegate: serverDelegate(listener: "public")) { [unowned self] request in
+            self.publicRouter.handle(request)
+        }
+        // The admin listener accepts through the reserved descriptor when the process is out of them.
+        configuration.usesReservedDescriptor = true
+        adminServer = HTTPServer(loop: loop, socket: adminSocket, configuration: configuration,
+                                 delegate: serverDelegate(listener: "admin")) { [unowned self] request in
+            self.adminRouter.handle(request)
+        }
         redis.onStateChange = { state in
             switch state {
             case .connected: logger.info("redis connected", [("worker", .int(workerIndex))])
@@ -75,6 +79,22 @@ final class Worker {
             case .connecting, .closed: break
             }
         }
+    }
+
+    /// What the HTTP layer hands back: its own refusals (answered with the gateway's envelope,
+    /// request id and access-log line) and accept pauses at the descriptor limit.
+    private func serverDelegate(listener: String) -> HTTPServerDelegate {
+        let logger = shared.logger
+        let workerIndex = index
+        return HTTPServerDelegate(localReply: { [unowned self] request, error in
+            let context = RequestContext(request: request, snapshot: self.shared.snapshots.snapshot, worker: self)
+            context.route = "local"
+            context.fail(GatewayError(status: error.status, code: error.code, message: error.message))
+        }, acceptFailed: { code, failures in
+            logger.warn("accepting paused: out of file descriptors",
+                        [("listener", .string(listener)), ("worker", .int(workerIndex)), ("errno", .int(Int(code))),
+                         ("failures", .int(failures))])
+        })
     }
 
     /// Stops accepting, lets in-flight requests finish within `grace`, then stops the loop.
