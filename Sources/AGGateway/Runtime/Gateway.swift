@@ -70,6 +70,7 @@ final class GatewayShared: Sendable {
         [
             ("server.listen", a.server.listen.description, b.server.listen.description),
             ("server.workers", String(a.server.workers), String(b.server.workers)),
+            ("server.timeouts", "\(a.server.timeouts)", "\(b.server.timeouts)"),
             ("admin.listen", a.admin.listen.description, b.admin.listen.description),
             ("redis.url", a.redis.url.description, b.redis.url.description),
         ]

@@ -58,6 +58,9 @@ final class Worker {
         let timeouts = snapshot.gateway.server.timeouts
         var configuration = HTTPServerConfiguration()
         configuration.readTimeout = timeouts.read
+        configuration.headerTimeout = timeouts.header
+        configuration.bodyMinRate = timeouts.bodyMinRate
+        configuration.bodyRateWindow = timeouts.bodyRateWindow
         configuration.writeTimeout = timeouts.write
         configuration.idleTimeout = timeouts.idle
         let logger = shared.logger
