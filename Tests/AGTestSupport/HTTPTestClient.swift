@@ -138,6 +138,18 @@ public final class HTTPTestClient {
     }
 
     /// True when the server closed the connection (reads EOF).
+    /// What a non-blocking send found: how much the socket took (0 when its buffer is full),
+    /// or that the peer has closed or reset the connection.
+    public enum SendOutcome: Equatable { case sent(Int), closed(Int32) }
+
+    /// Sends what the socket takes now, without waiting (a client that never reads).
+    public func sendNow(_ bytes: [UInt8]) -> SendOutcome {
+        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) }
+        if n >= 0 { return .sent(n) }
+        let code = errno
+        return code == EAGAIN || code == EWOULDBLOCK || code == EINTR ? .sent(0) : .closed(code)
+    }
+
     public func isClosedByPeer() -> Bool {
         (try? receive()) == 0
     }

@@ -141,6 +141,10 @@ public final class Gateway: Sendable {
         let tenantFiles = TenantDirectoryWatcher.signature(of: config.gateway.tenantsDirectory)
         let gateway = config.gateway
         let logger = logger ?? Logger(level: Logger.Level(gateway.log.level), format: gateway.log.format == .json ? .json : .text)
+        LibeventLog.install { severity, message, suppressed in
+            let fields: [(String, LogValue)] = [("message", .string(message)), ("suppressed", .int(suppressed))]
+            if severity >= 3 { logger.error("libevent", fields) } else { logger.warn("libevent", fields) }
+        }
         let publicSocket: ListeningSocket
         let adminSocket: ListeningSocket
         do {
