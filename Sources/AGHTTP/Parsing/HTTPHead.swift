@@ -13,13 +13,14 @@ public struct HTTPRequestHead: Sendable {
 
     /// The path part of the target, without the query.
     public var path: Substring {
-        if let q = target.firstIndex(of: "?") { return target[..<q] }
+        // A byte search: the target is ASCII (the parser refuses anything else).
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return target[..<q] }
         return target[...]
     }
 
     public var query: Substring? {
-        guard let q = target.firstIndex(of: "?") else { return nil }
-        return target[target.index(after: q)...]
+        guard let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        return target[target.utf8.index(after: q)...]
     }
 }
 

@@ -19,7 +19,9 @@ public struct HTTPHeadWriter: Sendable {
     }
 
     public mutating func append(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
+        // Native strings hand out their UTF-8 storage directly: one memcpy, no per-byte loop.
+        let copied = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) } != nil
+        if !copied { bytes.append(contentsOf: text.utf8) }
     }
 
     public mutating func append(_ slice: ArraySlice<UInt8>) {

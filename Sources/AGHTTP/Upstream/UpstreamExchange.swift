@@ -244,8 +244,7 @@ final class UpstreamExchange {
             let parsed: HTTPResponseHead
             let framing: BodyFraming
             do {
-                let bytes = [UInt8](UnsafeRawBufferPointer(start: evbuffer_pullup(input, headLength), count: headLength))
-                parsed = try HTTPHeadParser.parseResponse(bytes)
+                parsed = try HTTPHeadParser.parseResponse(pool.responseHeadBytes(from: input, length: headLength))
                 framing = try HTTPHeadParser.responseFraming(parsed, requestMethod: request.method)
             } catch {
                 fail(.invalidResponse(error.message))

@@ -14,6 +14,8 @@ public final class UpstreamPool {
     let scratch: OpaquePointer
     /// Request heads are built here; its buffer is reused from request to request.
     private var headWriter = HTTPHeadWriter(capacity: 2048)
+    /// Response heads are copied here to be parsed; reused once the last head has been let go.
+    private var responseHead: [UInt8] = []
 
     /// Connections currently open (connecting, serving or idle).
     public private(set) var openConnectionCount = 0
@@ -97,6 +99,13 @@ public final class UpstreamPool {
                                         timeouts: timeouts, maxBodyBytes: maxBodyBytes,
                                         responseFields: responseFields, completion: completion)
         exchange.start()
+    }
+
+    /// The first `length` bytes of `input`, in the reused response-head buffer.
+    func responseHeadBytes(from input: OpaquePointer, length: Int) -> [UInt8] {
+        responseHead.removeAll(keepingCapacity: true)
+        responseHead.append(contentsOf: UnsafeRawBufferPointer(start: evbuffer_pullup(input, length), count: length))
+        return responseHead
     }
 
     // MARK: Connection bookkeeping
