@@ -26,7 +26,7 @@ final class HTTPServerConnection {
     /// The bytes of the current head; reused for the next one once nothing else holds them.
     private var headStorage: [UInt8] = []
     /// Response heads are built here, then added to the output in one piece.
-    private var writer = HTTPHeadWriter(capacity: 512)
+    private var writer = HTTPHeadWriter(capacity: 0)
     /// Fires at the head deadline, and at the end of each body-rate window.
     private var deadline: EventTimer?
     /// Body bytes seen when the current body-rate window started.

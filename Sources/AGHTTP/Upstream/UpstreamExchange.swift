@@ -1,3 +1,5 @@
+// Longer than the usual 300 lines: one exchange state machine (connect, send, response head,
+// body, endings) whose transitions read best side by side; the byte-level work lives elsewhere.
 #if canImport(Glibc)
 import Glibc
 #endif
