@@ -21,19 +21,21 @@ let package = Package(
         .target(name: "AGCrypto", dependencies: ["COpenSSL", "CShims"]),
         .target(name: "AGRedis", dependencies: ["AGEventLoop", "CHiredis", "CShims"]),
         .target(name: "AGHTTP", dependencies: ["AGEventLoop", "CEvent", "CShims"]),
+        .target(name: "AGYAML", dependencies: ["CYAML"]),
 
         // Pure domain code.
         .target(name: "AGFormats"),
         .target(name: "AGJOSE", dependencies: ["AGFormats", "AGCrypto"]),
         .target(name: "AGAppAttest", dependencies: ["AGCrypto", "AGFormats"]),
-        .target(name: "AGYAML", dependencies: ["CYAML"]),
+        .target(name: "AGPlatformSSO", dependencies: ["AGCrypto", "AGFormats", "AGJOSE"]),
         .target(name: "AGConfig", dependencies: ["AGYAML", "AGFormats", "AGAppAttest", "AGRedis"]),
+        .target(name: "AGPolicy", dependencies: ["AGConfig", "AGFormats", "AGRedis"]),
 
         // Development and test tools (test CA, echo upstream): never imported by the serving path.
         .target(name: "AGDevTools", dependencies: ["AGCrypto", "AGHTTP", "AGEventLoop", "AGFormats", "COpenSSL"]),
 
         // The gateway and the executable.
-        .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGRedis", "AGHTTP", "AGConfig"]),
+        .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGRedis", "AGHTTP", "AGConfig", "AGPolicy"]),
         .executableTarget(name: "attestgate", dependencies: ["AGGateway", "AGDevTools"]),
 
         // The simulated device client: CLI, scripted demo and load generator.
@@ -45,14 +47,16 @@ let package = Package(
         .testTarget(name: "AGYAMLTests", dependencies: ["AGYAML"]),
         .testTarget(name: "AGConfigTests", dependencies: ["AGConfig", "AGTestSupport", "AGYAML", "AGRedis", "AGFormats", "AGAppAttest"]),
         .testTarget(name: "AGDevToolsTests", dependencies: ["AGDevTools", "AGCrypto"]),
+        .testTarget(name: "AGPolicyTests", dependencies: ["AGPolicy", "AGConfig", "AGFormats", "AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGJOSETests", dependencies: ["AGJOSE", "AGFormats", "AGCrypto"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
+        .testTarget(name: "AGPlatformSSOTests", dependencies: ["AGPlatformSSO", "AGJOSE", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
-        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGDevTools", "AGConfig", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
+        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
         .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP", "AGDevTools", "AGCrypto"]),
         .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGDevTools", "AGAppAttest", "AGFormats", "AGCrypto"]),
-        .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGDevTools", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
+        .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGPolicy", "AGDevTools", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
     ],
     swiftLanguageModes: [.v6]
 )

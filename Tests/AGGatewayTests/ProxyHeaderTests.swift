@@ -3,6 +3,7 @@ import AGHTTP
 import Testing
 
 @testable import AGConfig
+@testable import AGPolicy
 @testable import AGGateway
 
 /// The pure header logic of the proxy: what reaches the upstream, what reaches the client.

@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import AGConfig
+@testable import AGPolicy
 @testable import AGGateway
 
 /// One simulated instance for tier tests: a loop, a command connection, a `TierStore`, and

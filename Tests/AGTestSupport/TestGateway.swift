@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import AGConfig
+import AGPolicy
 import AGGateway
 import Foundation
 

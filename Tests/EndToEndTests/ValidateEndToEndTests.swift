@@ -1,6 +1,7 @@
 import AGDevTools
 import AGCrypto
 import AGConfig
+import AGPolicy
 import AGGateway
 import AGDevice
 import AGFormats

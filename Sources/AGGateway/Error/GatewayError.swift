@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import AGHTTP
 
 /// An error answered to a client: HTTP status, stable machine-readable code, message.

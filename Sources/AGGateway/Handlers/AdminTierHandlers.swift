@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import AGFormats
 import AGHTTP
 
@@ -24,7 +25,7 @@ enum AdminTierHandlers {
             "token": ["audience": .string(config.token.audience), "ttlSeconds": .integer(config.token.ttl.milliseconds / 1000)],
             "routes": .array(config.routes.map { ["prefix": .string($0.prefix), "auth": .string($0.auth.rawValue)] }),
         ]
-        if let override = context.worker.shared.tierStore.tenantTierOverride(appID: config.appID) {
+        if let override = context.services.tiers.tenantTierOverride(appID: config.appID) {
             json["tierOverride"] = .string(override)
         }
         if let upstream = config.upstream { json["upstream"] = .string(upstream.description) }
@@ -32,20 +33,20 @@ enum AdminTierHandlers {
     }
 
     /// `GET /admin/v1/tenants`
-    static func list(_ context: RequestContext) {
+    static func listTenants(_ context: RequestContext) {
         let tenants = context.snapshot.tenants.values.sorted { $0.appID < $1.appID }.map { JSONValue.object(tenantJSON(context, $0)) }
         context.respond(status: 200, body: JSONValue.object(["tenants": .array(tenants)]).serialized(), contentType: "application/json")
     }
 
     /// `GET /admin/v1/tenants/{appId}`: configuration plus this month's usage.
-    static func show(_ context: RequestContext, _ tenant: Tenant) {
-        context.worker.redis.send(["SCARD", DeviceStore.madKey(tenant, DeviceStore.month())]) { result in
+    static func showTenant(_ context: RequestContext, _ tenant: Tenant) {
+        context.services.deviceAdmin.usage(tenant: tenant) { result in
             switch result {
             case .failure(let error):
                 context.storeFailed(error)
-            case .success(let count):
+            case .success(let usage):
                 var json = tenantJSON(context, tenant)
-                json["usage"] = ["month": .string(DeviceStore.month()), "activeDevices": .integer(count.int ?? 0)]
+                json["usage"] = ["month": .string(usage.month), "activeDevices": .integer(Int64(usage.activeDevices))]
                 context.respond(status: 200, body: JSONValue.object(json).serialized(), contentType: "application/json")
             }
         }
@@ -58,11 +59,10 @@ enum AdminTierHandlers {
                 context.fail(.badRequest("body must be {\"tier\": \"<name>\"}"))
                 return
             }
-            context.worker.shared.tierStore.setTenantTier(appID: tenant.appID, tier: name, fileTiers: context.snapshot.gateway.tiers,
-                                                          redis: context.worker.redis) { result in
+            context.services.tiers.setTenantTier(appID: tenant.appID, tier: name, fileTiers: context.snapshot.gateway.tiers) { result in
                 switch result {
                 case .success:
-                    context.worker.shared.logger.info("tenant tier changed", [("tenant", .string(tenant.appID)), ("tier", .string(name))])
+                    context.services.logger.info("tenant tier changed", [("tenant", .string(tenant.appID)), ("tier", .string(name))])
                     context.respond(status: 200, body: JSONValue.object(tenantJSON(context, tenant)).serialized(), contentType: "application/json")
                 case .failure(let error):
                     fail(context, error)
@@ -73,10 +73,10 @@ enum AdminTierHandlers {
 
     /// `DELETE /admin/v1/tenants/{appId}/tier`: back to the file's tier.
     static func clearTenantTier(_ context: RequestContext, _ tenant: Tenant) {
-        context.worker.shared.tierStore.clearTenantTier(appID: tenant.appID, redis: context.worker.redis) { result in
+        context.services.tiers.clearTenantTier(appID: tenant.appID) { result in
             switch result {
             case .success:
-                context.worker.shared.logger.info("tenant tier override removed", [("tenant", .string(tenant.appID))])
+                context.services.logger.info("tenant tier override removed", [("tenant", .string(tenant.appID))])
                 context.respond(status: 200, body: JSONValue.object(tenantJSON(context, tenant)).serialized(), contentType: "application/json")
             case .failure(let error):
                 fail(context, error)
@@ -86,7 +86,7 @@ enum AdminTierHandlers {
 
     /// `GET /admin/v1/tiers`
     static func listTiers(_ context: RequestContext) {
-        let tiers = context.worker.shared.tierStore.effectiveTiers(fileTiers: context.snapshot.gateway.tiers)
+        let tiers = context.services.tiers.effectiveTiers(fileTiers: context.snapshot.gateway.tiers)
         var members: [String: JSONValue] = [:]
         for (name, tier) in tiers { members[name] = limitsJSON(tier) }
         context.respond(status: 200, body: JSONValue.object(["tiers": .object(members)]).serialized(), contentType: "application/json")
@@ -107,11 +107,10 @@ enum AdminTierHandlers {
                 fail(context, error)
                 return
             }
-            context.worker.shared.tierStore.setTier(name: name, numbers: numbers, fileTiers: context.snapshot.gateway.tiers,
-                                                    redis: context.worker.redis) { result in
+            context.services.tiers.setTier(name: name, numbers: numbers, fileTiers: context.snapshot.gateway.tiers) { result in
                 switch result {
                 case .success(let tier):
-                    context.worker.shared.logger.info("tier changed", [("tier", .string(name))])
+                    context.services.logger.info("tier changed", [("tier", .string(name))])
                     context.respond(status: 200, body: JSONValue.object(["name": .string(name), "limits": limitsJSON(tier)]).serialized(),
                                     contentType: "application/json")
                 case .failure(let error):

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 
 /// The proxy's contract errors (DESIGN section 6).
 extension GatewayError {

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 
 /// A worker's bounded cache of signature-verified tokens, keyed by the token string.
 ///

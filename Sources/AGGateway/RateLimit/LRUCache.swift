@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 
 /// A dictionary that holds at most `capacity` entries and evicts the least recently used.
 ///

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 import AGFormats
 import AGRedis
 import Synchronization

@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 
 /// Appends one flat JSON object to a string: the fast path for log lines and error envelopes.
 ///

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import AGConfig
+import AGPolicy
 import Glibc
 #endif
 import Foundation

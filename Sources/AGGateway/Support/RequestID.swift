@@ -1,4 +1,5 @@
 import AGConfig
+import AGPolicy
 
 /// Request identifiers: the client's own when it sent a sane one, else a fresh random UUID.
 public enum RequestID {

@@ -127,7 +127,7 @@ public struct TokenBucket: Sendable, Hashable {
         return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
     }
 
-    static func clampedLimit(_ limit: Int) -> Int {
+    public static func clampedLimit(_ limit: Int) -> Int {
         min(max(1, limit), maximumLimitPerMinute)
     }
 

@@ -1,7 +1,7 @@
 import Testing
 
 @testable import AGConfig
-@testable import AGGateway
+@testable import AGPolicy
 
 /// Route matching and the path form it runs on.
 @Suite struct ProxyRoutingTests {

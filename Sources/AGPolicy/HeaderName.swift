@@ -3,14 +3,14 @@ import AGConfig
 /// Header-name comparisons in the form the anti-spoofing rule reads names: ASCII lower-case,
 /// with `_` read as `-` (some frameworks turn `X_Attest_Key_Id` into `X-Attest-Key-Id`).
 /// Compares byte by byte, without allocating, because it runs for every inbound field.
-enum HeaderName {
+public enum HeaderName {
     /// `name` in normalized form.
-    static func normalized(_ name: String) -> [UInt8] {
+    public static func normalized(_ name: String) -> [UInt8] {
         name.utf8.map(normalize)
     }
 
     /// Whether `name` normalizes to `target` (which must already be normalized).
-    static func matches(_ name: String, _ target: [UInt8]) -> Bool {
+    public static func matches(_ name: String, _ target: [UInt8]) -> Bool {
         let utf8 = name.utf8
         guard utf8.count == target.count else { return false }
         var index = 0
@@ -22,7 +22,7 @@ enum HeaderName {
     }
 
     /// Whether `name` normalizes to something starting with `x-attest-`.
-    static func hasAttestPrefix(_ name: String) -> Bool {
+    public static func hasAttestPrefix(_ name: String) -> Bool {
         let utf8 = name.utf8
         guard utf8.count >= attestPrefix.count else { return false }
         var index = 0
@@ -34,9 +34,9 @@ enum HeaderName {
         return true
     }
 
-    static let attestPrefix = Array("x-attest-".utf8)
+    @usableFromInline static let attestPrefix = Array("x-attest-".utf8)
 
-    @inline(__always)
+    @inlinable @inline(__always)
     static func normalize(_ byte: UInt8) -> UInt8 {
         if byte == UInt8(ascii: "_") { return UInt8(ascii: "-") }
         if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { return byte | 0x20 }
@@ -45,8 +45,10 @@ enum HeaderName {
 }
 
 extension HeaderName {
-    /// Whether `bytes[range]` normalizes to `target` (already normalized).
-    static func matches(_ bytes: Span<UInt8>, _ range: Range<Int>, _ target: [UInt8]) -> Bool {
+    /// Whether `bytes[range]` normalizes to `target` (already normalized). Inlinable: it runs
+    /// for every inbound field.
+    @inlinable
+    public static func matches(_ bytes: Span<UInt8>, _ range: Range<Int>, _ target: [UInt8]) -> Bool {
         guard range.count == target.count else { return false }
         var index = 0
         for position in range {
@@ -57,7 +59,8 @@ extension HeaderName {
     }
 
     /// Whether `bytes[range]` normalizes to something starting with `x-attest-`.
-    static func hasAttestPrefix(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
+    @inlinable
+    public static func hasAttestPrefix(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
         guard range.count >= attestPrefix.count else { return false }
         for index in 0..<attestPrefix.count where normalize(bytes[range.lowerBound + index]) != attestPrefix[index] {
             return false

@@ -2,11 +2,11 @@ import AGConfig
 import AGRedis
 
 /// The token-bucket decision as one Redis Lua script: `TokenBucket`'s maths, atomically, on
-/// one or more buckets at once, with Redis `TIME` as the clock so instances whose own clocks
-/// disagree still share one timeline.
+/// one or more buckets at once, at the time the caller passes (`TimeSource`: the Redis-aligned
+/// clock in production, a controlled one in tests).
 ///
-/// - `KEYS[i]`: a bucket hash (`tokens` in units, `ts` in Unix µs); `ARGV[i]`: its limit per
-///   minute. A missing hash is a full bucket.
+/// - `KEYS[i]`: a bucket hash (`tokens` in units, `ts` in Unix µs). `ARGV[1]`: now (Unix µs);
+///   `ARGV[1 + i]`: bucket i's limit per minute. A missing hash is a full bucket.
 /// - A request is allowed only when *every* bucket holds a token; then one token is taken from
 ///   each. When any bucket is empty nothing is written, so a refused request changes no state.
 /// - A written bucket expires when it would be full again plus a second: an idle bucket
@@ -18,46 +18,30 @@ import AGRedis
 /// slots: one call spanning both works on a single Redis (or a primary with replicas), while
 /// Redis Cluster would reject it with CROSSSLOT and needs one call per key instead, giving up
 /// the all-or-nothing take.
-enum RateLimitScript {
-    /// Where the script reads the time.
-    enum Clock {
-        /// `redis.call('TIME')`: production.
-        case redisTime
-        /// `ARGV[#KEYS + 1]` in Unix µs, so tests can replay exact timelines.
-        case argument
+public enum RateLimitScript {
+    public static let source = LuaFragments.now + takeFunction + "return take_buckets(now_us, KEYS, ARGV, 2)\n"
+
+    public static let script = RedisScript(source)
+
+    /// The script's arguments for `checks` at `now` (Unix µs).
+    public static func arguments(_ checks: [BucketCheck], now: Int64) -> [String] {
+        [String(now)] + checks.map { String($0.limitPerMinute) }
     }
 
-    static let script = RedisScript(source(clock: .redisTime))
-
-    /// Reads Redis `TIME` into `now` (Unix µs); shared with scripts that embed `takeFunction`.
-    static let redisTimePrelude = """
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-
-        """
-
-    static func source(clock: Clock) -> String {
-        let now = switch clock {
-        case .redisTime: redisTimePrelude
-        case .argument: "local now = tonumber(ARGV[#KEYS + 1])\n"
-        }
-        return now + takeFunction + "return take_buckets(now, KEYS, ARGV)\n"
-    }
-
-    /// Defines the Lua function `take_buckets(now, keys, limit_args)` returning the reply described
-    /// above, so another script (the refresh's `prepare`) can take a bucket in the same round
-    /// trip. Mirrors `TokenBucket.refill`, `consume` and `decision` step by step; the numbers
+    /// Defines the Lua function `take_buckets(now, keys, args, first)` (bucket i's limit is
+    /// `args[first + i - 1]`) returning the reply described above, so another script (the
+    /// refresh's `prepare`) can take a bucket in the same round trip. Mirrors `TokenBucket.refill`, `consume` and `decision` step by step; the numbers
     /// stay integers below 2^53, so Lua's doubles compute them exactly.
-    static let takeFunction = """
-        local function take_buckets(now, keys, limit_args)
+    public static let takeFunction = """
+        local function take_buckets(now, keys, limit_args, first)
         local COST = \(TokenBucket.unitsPerToken)
         local n = #keys
         local limits, units, stamps = {}, {}, {}
         local allowed = 1
         for i = 1, n do
-          local limit = tonumber(limit_args[i])
+          local limit = tonumber(limit_args[first + i - 1])
           if not limit or limit < 1 or limit > \(TokenBucket.maximumLimitPerMinute) or limit % 1 ~= 0 then
-            return redis.error_reply('ERR rate limit ' .. tostring(limit_args[i]) .. ' out of range')
+            return redis.error_reply('ERR rate limit ' .. tostring(limit_args[first + i - 1]) .. ' out of range')
           end
           local cap = limit * COST
           local state = redis.call('HMGET', keys[i], 'tokens', 'ts')
@@ -101,7 +85,7 @@ enum RateLimitScript {
         """
 
     /// The per-bucket decisions in `checks` order, or nil when the reply has the wrong shape.
-    static func decisions(from reply: RedisValue, limits: [Int]) -> (allowed: Bool, decisions: [TokenBucket.Decision])? {
+    public static func decisions(from reply: RedisValue, limits: [Int]) -> (allowed: Bool, decisions: [TokenBucket.Decision])? {
         guard let values = reply.array, values.count == 1 + 4 * limits.count, let allowed = values[0].int else {
             return nil
         }

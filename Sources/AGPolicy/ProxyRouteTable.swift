@@ -5,20 +5,20 @@ import AGConfig
 /// Matching is segment-aware: a prefix matches the path equal to it, or a path continuing it
 /// with `/` (so `/api` matches `/api` and `/api/x` but not `/apiary`). A prefix ending in `/`
 /// matches everything below it and the path without that slash (`/v1/` matches `/v1`).
-struct ProxyRouteTable: Sendable {
+public struct ProxyRouteTable: Sendable {
     /// Longest prefix first, so the first match is the most specific one.
-    let routes: [RouteConfig]
+    public let routes: [RouteConfig]
 
-    init(_ routes: [RouteConfig]) {
+    public init(_ routes: [RouteConfig]) {
         self.routes = routes.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
     }
 
     /// The most specific route for `path` (already normalized by `ProxyPath`).
-    func match(_ path: String) -> RouteConfig? {
+    public func match(_ path: String) -> RouteConfig? {
         routes.first { Self.matches(path, prefix: $0.prefix) }
     }
 
-    static func matches(_ path: String, prefix: String) -> Bool {
+    public static func matches(_ path: String, prefix: String) -> Bool {
         let p = path.utf8, q = prefix.utf8
         if q.last == UInt8(ascii: "/") {
             if p.starts(with: q) { return true }
@@ -36,9 +36,9 @@ struct ProxyRouteTable: Sendable {
 /// (`auth: none`) to a path the upstream serves under a strict one, so the gateway matches on
 /// the normalized form, forwards the path untouched, and refuses the shapes whose meaning
 /// differs between servers: dot segments (also encoded), encoded `/` or `\`, a raw `\`, NUL.
-enum ProxyPath {
+public enum ProxyPath {
     /// The path routes are matched against; `nil` when the target must be refused (400).
-    static func normalizedForMatching(_ path: Substring) -> String? {
+    public static func normalizedForMatching(_ path: Substring) -> String? {
         let bytes = Array(path.utf8)
         guard bytes.first == UInt8(ascii: "/") else { return nil }
         var decoded: [UInt8] = []

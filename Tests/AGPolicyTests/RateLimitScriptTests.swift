@@ -3,7 +3,7 @@ import AGTestSupport
 import Foundation
 import Testing
 @testable import AGConfig
-@testable import AGGateway
+@testable import AGPolicy
 
 /// The Lua script against a real `redis-server`: the same decisions as `TokenBucket`, atomic
 /// across connections, all-or-nothing across keys.
@@ -24,7 +24,7 @@ struct RateLimitScriptTests {
     func matchesPureMaths(name: String) async throws {
         let steps = BucketTimeline.all.first { $0.name == name }!.steps
         try await Self.withInstance { instance in
-            let source = RateLimitScript.source(clock: .argument)
+            let source = RateLimitScript.source
             let key = Self.uniqueKey()
             var bucket: TokenBucket?
             for step in steps {
@@ -32,7 +32,7 @@ struct RateLimitScriptTests {
                 if bucket == nil { bucket = TokenBucket(limitPerMinute: step.limit, now: now) }
                 for _ in 0...step.warmup {
                     let expected = bucket!.take(now: now, limitPerMinute: step.limit)
-                    let reply = await instance.send(["EVAL", source, "1", key, String(step.limit), String(now)])
+                    let reply = await instance.send(["EVAL", source, "1", key, String(now), String(step.limit)])
                     let parsed = try #require(RateLimitScript.decisions(from: try reply.get(), limits: [step.limit]))
                     #expect(parsed.allowed == expected.allowed, "allowed at \(step)")
                     #expect(parsed.decisions == [expected], "decision at \(step)")
@@ -43,14 +43,14 @@ struct RateLimitScriptTests {
 
     @Test func allOrNothingAcrossKeysMatchesTakeAll() async throws {
         try await Self.withInstance { instance in
-            let source = RateLimitScript.source(clock: .argument)
+            let source = RateLimitScript.source
             let keys = [Self.uniqueKey("challenge"), "ag:ip:{192.0.2.1}:rl:challenge"]
             let limits = [5, 2]
             var buckets = limits.map { TokenBucket(limitPerMinute: $0, now: BucketTimeline.start) }
             for offset: Int64 in [0, 0, 0, 1_000_000, 30_000_000, 30_000_000, 30_000_000, 45_000_000] {
                 let now = BucketTimeline.start + offset
                 let expected = TokenBucket.takeAll(&buckets, now: now, limits: limits)
-                let reply = await instance.send(["EVAL", source, "2"] + keys + limits.map(String.init) + [String(now)])
+                let reply = await instance.send(["EVAL", source, "2"] + keys + [String(now)] + limits.map(String.init))
                 let parsed = try #require(RateLimitScript.decisions(from: try reply.get(), limits: limits))
                 #expect(parsed.allowed == expected.allowed, "allowed at +\(offset)")
                 #expect(parsed.decisions == expected.decisions, "decisions at +\(offset)")

@@ -42,9 +42,32 @@ public struct BucketCheck: Sendable, Hashable {
     }
 }
 
+/// A tenant's bucket keys, built once per snapshot (`ag:{APPID}:rl:<bucket>`).
+public struct TenantBucketKeys: Sendable, Hashable {
+    public let attest: String
+    public let challenge: String
+    public let api: String
+
+    public init(appID: String) {
+        attest = "ag:{\(appID)}:rl:attest"
+        challenge = "ag:{\(appID)}:rl:challenge"
+        api = "ag:{\(appID)}:rl:api"
+    }
+
+    /// The check of `bucket` at `limitPerMinute`.
+    public func check(_ bucket: TenantBucket, limitPerMinute: Int) -> BucketCheck {
+        let key = switch bucket {
+        case .attest: attest
+        case .challenge: challenge
+        case .api: api
+        }
+        return BucketCheck(key: key, limitPerMinute: limitPerMinute, name: bucket.rawValue)
+    }
+}
+
 /// The limited routes, and which buckets each one draws from (DESIGN section 7).
 public enum RateLimitedRoute: Sendable, Hashable {
-    /// `POST …/challenge`: tenant `challenge` and IP `challenge`.
+    /// `GET …/challenge`: tenant `challenge` and IP `challenge`.
     case challenge
     /// Attestation validation: tenant `attest` and IP `validate`.
     case validate
@@ -55,17 +78,24 @@ public enum RateLimitedRoute: Sendable, Hashable {
 
     /// The checks for a request by `clientIP` to tenant `appID` on `tier`.
     public func checks(appID: String, clientIP: IPAddress, tier: RateTier, ipLimits: IPLimitConfig) -> [BucketCheck] {
+        checks(tenant: TenantBucketKeys(appID: appID), clientIP: { clientIP }, tier: tier, ipLimits: ipLimits)
+    }
+
+    /// The checks for a request to the tenant with bucket keys `tenant` on `tier`; `clientIP`
+    /// is asked only by the routes that have a per-IP bucket.
+    public func checks(tenant: TenantBucketKeys, clientIP: () -> IPAddress, tier: RateTier,
+                       ipLimits: IPLimitConfig) -> [BucketCheck] {
         switch self {
         case .challenge:
-            [.tenant(appID: appID, .challenge, limitPerMinute: tier.challenge),
-             .ip(clientIP, .challenge, limitPerMinute: ipLimits.challenge)]
+            [tenant.check(.challenge, limitPerMinute: tier.challenge),
+             .ip(clientIP(), .challenge, limitPerMinute: ipLimits.challenge)]
         case .validate:
-            [.tenant(appID: appID, .attest, limitPerMinute: tier.attest),
-             .ip(clientIP, .validate, limitPerMinute: ipLimits.validate)]
+            [tenant.check(.attest, limitPerMinute: tier.attest),
+             .ip(clientIP(), .validate, limitPerMinute: ipLimits.validate)]
         case .refresh:
-            [.tenant(appID: appID, .attest, limitPerMinute: tier.attest)]
+            [tenant.check(.attest, limitPerMinute: tier.attest)]
         case .api:
-            [.tenant(appID: appID, .api, limitPerMinute: tier.api)]
+            [tenant.check(.api, limitPerMinute: tier.api)]
         }
     }
 
@@ -73,8 +103,28 @@ public enum RateLimitedRoute: Sendable, Hashable {
     /// requests follow `rate_limits.on_store_error`.
     public func fallback(_ config: RateLimitConfig) -> RateLimitFallback {
         switch self {
-        case .challenge, .validate, .refresh: .failClosed
+        case .challenge, .validate, .refresh: .refuse
         case .api: RateLimitFallback(config.onStoreError)
+        }
+    }
+}
+
+/// What a limited route does when Redis cannot answer.
+public enum RateLimitFallback: Sendable, Hashable {
+    /// Refuse with 503 `store_unavailable`: the attestation routes (they need Redis anyway),
+    /// and proxied requests under `rate_limits.on_store_error: deny`.
+    case refuse
+    /// Enforce the limits with this instance's `LocalBuckets`.
+    case local
+    /// Let the request through unmetered.
+    case allow
+
+    /// The behaviour `rate_limits.on_store_error` asks for.
+    public init(_ policy: StoreErrorPolicy) {
+        switch policy {
+        case .local: self = .local
+        case .allow: self = .allow
+        case .deny: self = .refuse
         }
     }
 }

@@ -5,13 +5,17 @@ import AGFormats
 ///
 /// Pure: the same claims always give the same fields, so the result is computed once per
 /// token and kept with it in the token cache.
-struct ClaimHeaderMapper: Sendable {
-    let claims: [ClaimHeader]
+public struct ClaimHeaderMapper: Sendable {
+    public let claims: [ClaimHeader]
+
+    public init(claims: [ClaimHeader]) {
+        self.claims = claims
+    }
 
     /// One field per mapped claim present in `payload`, in configuration order. Missing and
     /// null claims give no field; strings go as they are, numbers and booleans as JSON text,
     /// objects and arrays as compact JSON.
-    func headers(for payload: [String: JSONValue]) -> [(name: String, value: String)] {
+    public func headers(for payload: [String: JSONValue]) -> [(name: String, value: String)] {
         var fields: [(name: String, value: String)] = []
         fields.reserveCapacity(claims.count)
         for claim in claims {
@@ -22,7 +26,7 @@ struct ClaimHeaderMapper: Sendable {
     }
 
     /// The value at a dotted claim path (`custom_claims.subscription.tier`).
-    static func value(at path: [String], in payload: [String: JSONValue]) -> JSONValue? {
+    public static func value(at path: [String], in payload: [String: JSONValue]) -> JSONValue? {
         guard let first = path.first, var value = payload[first] else { return nil }
         for key in path.dropFirst() {
             guard let next = value[key] else { return nil }
@@ -36,7 +40,7 @@ struct ClaimHeaderMapper: Sendable {
     /// A string holding a control character (CR, LF, NUL…) is not forwarded at all: writing it
     /// would split or corrupt the request head, and silently altering it would hand the
     /// upstream a value that was never signed. The payload header still carries it, encoded.
-    static func headerValue(_ value: JSONValue) -> String? {
+    public static func headerValue(_ value: JSONValue) -> String? {
         let text: String
         switch value {
         case .null: return nil

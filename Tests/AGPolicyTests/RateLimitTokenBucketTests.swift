@@ -1,5 +1,5 @@
 import AGConfig
-import AGGateway
+import AGPolicy
 import Testing
 
 /// One `take` in a scripted timeline and what it must decide.
