@@ -71,14 +71,30 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
         self = Self.classify(bytes.span, 0, bytes.count).exact
     }
 
-    /// The lower-case spelling of each case, by raw value.
-    static let lowercased: [[UInt8]] = allCases.map { Array($0.text.lowercased().utf8) }
+    /// Every case's lower-case spelling, end to end (one flat buffer: no inner arrays to
+    /// retain while classifying), and where each starts, by raw value.
+    static let spellings: [UInt8] = allCases.flatMap { Array($0.text.lowercased().utf8) }
+    static let spellingStarts: [Int] = {
+        var starts: [Int] = []
+        var offset = 0
+        for name in allCases {
+            starts.append(offset)
+            offset += name.text.utf8.count
+        }
+        return starts
+    }()
 
-    /// The candidates for each name length (index = length), so most fields cost one table
-    /// look-up and at most three short comparisons.
-    private static let byLength: [[HTTPFieldName]] = {
-        var table = [[HTTPFieldName]](repeating: [], count: 20)
-        for name in allCases where name != .other { table[name.text.utf8.count].append(name) }
+    /// Up to `slotsPerLength` candidate raw values for each name length (0 = none), so most
+    /// fields cost one table look-up and at most three short comparisons.
+    static let slotsPerLength = 3
+    static let maxLength = 19
+    static let candidates: [UInt8] = {
+        var table = [UInt8](repeating: 0, count: (maxLength + 1) * slotsPerLength)
+        for name in allCases where name != .other {
+            let base = name.text.utf8.count * slotsPerLength
+            let slot = (base..<(base + slotsPerLength)).first { table[$0] == 0 }!
+            table[slot] = name.rawValue
+        }
         return table
     }()
 
@@ -86,9 +102,14 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
     /// also reads `_` as `-` (what some frameworks do to names, and so what spoofing tries).
     static func classify(_ bytes: Span<UInt8>, _ start: Int, _ end: Int) -> (exact: HTTPFieldName, lookalike: HTTPFieldName) {
         let count = end - start
-        guard count < byLength.count else { return (.other, .other) }
-        for candidate in byLength[count] {
-            let target = lowercased[Int(candidate.rawValue)]
+        guard count <= maxLength else { return (.other, .other) }
+        let spellings = Self.spellings.span
+        let candidates = Self.candidates.span
+        let starts = Self.spellingStarts.span
+        for slot in (count * slotsPerLength)..<(count * slotsPerLength + slotsPerLength) {
+            let raw = candidates[slot]
+            if raw == 0 { break }
+            let target = starts[Int(raw)]
             var underscore = false
             var index = 0
             while index < count {
@@ -99,10 +120,13 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
                 } else if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
                     byte |= 0x20
                 }
-                if byte != target[index] { break }
+                if byte != spellings[target + index] { break }
                 index += 1
             }
-            if index == count { return (underscore ? .other : candidate, candidate) }
+            if index == count {
+                let name = HTTPFieldName(rawValue: raw)!
+                return (underscore ? .other : name, name)
+            }
         }
         return (.other, .other)
     }

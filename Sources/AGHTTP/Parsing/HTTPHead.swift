@@ -76,7 +76,7 @@ public enum HTTPParseError: Error, Equatable, Sendable {
 /// Steps through the CRLF-terminated lines of a head. A bare LF is an error (RFC 9112
 /// section 2.2 allows refusing it, and guessing is how requests get smuggled).
 struct LineCursor {
-    private(set) var position = 0
+    var position = 0
 
     /// The next line's range (without its CRLF); nil at the end of the bytes.
     mutating func next(_ bytes: Span<UInt8>) throws(HTTPParseError) -> Range<Int>? {

@@ -145,31 +145,85 @@ public enum HTTPHeadParser {
     }
 
     /// Parses field lines from the cursor up to the blank line.
+    ///
+    /// Each ordinary line is read in one pass (name bytes checked as they are scanned, value
+    /// bytes checked while looking for its CRLF); a line with anything unusual in it is
+    /// re-read by `slowField`, which decides which error it is, in the order the rules apply.
     static func parseFields(_ storage: [UInt8], _ lines: inout LineCursor) throws(HTTPParseError) -> HTTPFields {
         let bytes = storage.span
+        let count = bytes.count
         var list: [HTTPField] = []
         list.reserveCapacity(16)
-        while let line = try lines.next(bytes) {
-            if line.isEmpty { return HTTPFields(storage: storage, list: list) }
+        var position = lines.position
+        while position < count {
+            let first = bytes[position]
+            if first == 0x0D, position + 1 < count, bytes[position + 1] == 0x0A {
+                lines.position = position + 2
+                return HTTPFields(storage: storage, list: list)
+            }
             guard list.count < maxHeaderCount else { throw .headTooLarge }
-            let first = bytes[line.lowerBound]
-            guard first != 0x20, first != 0x09 else { throw .malformed("obsolete line folding") }
-            guard let colon = find(UInt8(ascii: ":"), bytes, line) else { throw .malformed("header line without colon") }
-            guard colon > line.lowerBound, all(bytes, line.lowerBound..<colon, isTokenByte) else {
-                throw .malformed("malformed header name")
+            // Name: token bytes up to the colon.
+            var index = position
+            while index < count, isTokenByte(bytes[index]) { index += 1 }
+            guard index > position, index < count, bytes[index] == UInt8(ascii: ":") else {
+                list.append(try slowField(bytes, &lines, from: position))
+                position = lines.position
+                continue
             }
-            var valueStart = colon + 1
-            var valueEnd = line.upperBound
-            while valueStart < valueEnd, bytes[valueStart] == 0x20 || bytes[valueStart] == 0x09 { valueStart += 1 }
-            while valueEnd > valueStart, bytes[valueEnd - 1] == 0x20 || bytes[valueEnd - 1] == 0x09 { valueEnd -= 1 }
-            guard all(bytes, valueStart..<valueEnd, { ($0 >= 0x20 || $0 == 0x09) && $0 != 0x7F }) else {
-                throw .malformed("control character in header value")
+            let colon = index
+            index += 1
+            while index < count, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 }
+            let valueStart = index
+            var valueEnd = index
+            // Value: field-content bytes up to CRLF; the end moves past every non-blank byte.
+            while index < count {
+                let byte = bytes[index]
+                if byte > 0x20 && byte != 0x7F {
+                    index += 1
+                    valueEnd = index
+                } else if byte == 0x20 || byte == 0x09 {
+                    index += 1
+                } else {
+                    break
+                }
             }
-            let names = HTTPFieldName.classify(bytes, line.lowerBound, colon)
-            list.append(HTTPField(name: names.exact, lookalike: names.lookalike, nameStart: Int32(line.lowerBound),
+            guard index + 1 < count, bytes[index] == 0x0D, bytes[index + 1] == 0x0A else {
+                list.append(try slowField(bytes, &lines, from: position))
+                position = lines.position
+                continue
+            }
+            let names = HTTPFieldName.classify(bytes, position, colon)
+            list.append(HTTPField(name: names.exact, lookalike: names.lookalike, nameStart: Int32(position),
                                   nameEnd: Int32(colon), valueStart: Int32(valueStart), valueEnd: Int32(valueEnd)))
+            position = index + 2
         }
+        lines.position = position
+        // Whatever is left has no CRLF: the cursor says whether it is a bare LF or a cut head.
+        _ = try lines.next(bytes)
         throw .malformed("header section not terminated")
+    }
+
+    /// One field line the fast path could not take: split by the cursor (a bare LF is refused
+    /// first), then checked rule by rule; returns the field when the line turns out valid.
+    private static func slowField(_ bytes: Span<UInt8>, _ lines: inout LineCursor, from start: Int) throws(HTTPParseError) -> HTTPField {
+        lines.position = start
+        guard let line = try lines.next(bytes) else { throw .malformed("header section not terminated") }
+        let first = bytes[line.lowerBound]
+        guard first != 0x20, first != 0x09 else { throw .malformed("obsolete line folding") }
+        guard let colon = find(UInt8(ascii: ":"), bytes, line) else { throw .malformed("header line without colon") }
+        guard colon > line.lowerBound, all(bytes, line.lowerBound..<colon, isTokenByte) else {
+            throw .malformed("malformed header name")
+        }
+        var valueStart = colon + 1
+        var valueEnd = line.upperBound
+        while valueStart < valueEnd, bytes[valueStart] == 0x20 || bytes[valueStart] == 0x09 { valueStart += 1 }
+        while valueEnd > valueStart, bytes[valueEnd - 1] == 0x20 || bytes[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+        guard all(bytes, valueStart..<valueEnd, { ($0 >= 0x20 || $0 == 0x09) && $0 != 0x7F }) else {
+            throw .malformed("control character in header value")
+        }
+        let names = HTTPFieldName.classify(bytes, line.lowerBound, colon)
+        return HTTPField(name: names.exact, lookalike: names.lookalike, nameStart: Int32(line.lowerBound),
+                         nameEnd: Int32(colon), valueStart: Int32(valueStart), valueEnd: Int32(valueEnd))
     }
 
     @inline(__always)
