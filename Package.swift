@@ -39,7 +39,7 @@ let package = Package(
         .executableTarget(name: "attestgate", dependencies: ["AGGateway", "AGDevTools"]),
 
         // The simulated device client: CLI, scripted demo and load generator.
-        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGDevTools"]),
+        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGDevTools", "AGHTTP"]),
         .executableTarget(name: "attestgate-device", dependencies: ["AGDevice", "AGCrypto"]),
 
         .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
@@ -52,10 +52,10 @@ let package = Package(
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGPlatformSSOTests", dependencies: ["AGPlatformSSO", "AGJOSE", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
-        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
+        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGDevice", "AGCrypto", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
         .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
         .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP", "AGDevTools", "AGCrypto"]),
-        .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGDevTools", "AGAppAttest", "AGFormats", "AGCrypto"]),
+        .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGDevTools", "AGTestSupport", "AGAppAttest", "AGFormats", "AGCrypto"]),
         .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGPolicy", "AGDevTools", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
     ],
     swiftLanguageModes: [.v6]

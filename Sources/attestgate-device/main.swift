@@ -1,4 +1,5 @@
 import AGCrypto
+import AGHTTP
 import AGDevTools
 import AGDevice
 import AGFormats

@@ -23,8 +23,8 @@ struct ConnectionLimitsEndToEndTests {
               timeouts: { write: 1s }
             """)
         defer { gateway.signal(SIGTERM) }
-        let client = try HTTPTestClient(port: gateway.port)
-        #expect(try client.request("GET", "/healthz").status == 200)
+        #expect(try HTTPTestClient(port: gateway.port).request("GET", "/healthz").status == 200)
+        let client = try RawTestSocket(port: gateway.port)
         let baseline = gateway.residentBytes()
         // 64k pipelined requests (2 MiB): answered in full they would queue ~16 MiB of output.
         let request = Array("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n".utf8)

@@ -1,4 +1,5 @@
 public import AGCrypto
+import AGHTTP
 import AGDevTools
 import AGFormats
 import AGJOSE

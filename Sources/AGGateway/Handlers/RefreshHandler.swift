@@ -63,15 +63,7 @@ enum RefreshHandler {
         let commit = RefreshCommit(tenant: tenant, keyID: request.keyID, expectedCounter: counter, newCounter: newCounter,
                                    subjectID: request.subjectID, knownSubjectID: knownSubjectID)
         services.devices.commitRefresh(commit) { result in
-            switch result {
-            case .failure(let error):
-                context.storeFailed(error)
-            case .success(.refused(let refusal)):
-                context.fail(refusal.error)
-            case .success(.committed(let subjectID, let subscription, let newlyCounted, let monthlyCount)):
-                if newlyCounted { QuotaWarnings.check(context, tenant: tenant, tier: tier, count: monthlyCount) }
-                TokenResponse.send(context, tenant: tenant, keyID: request.keyID, subjectID: subjectID, subscription: subscription)
-            }
+            TokenResponse.afterCommit(context, result, tenant: tenant, tier: tier, keyID: request.keyID)
         }
     }
 }

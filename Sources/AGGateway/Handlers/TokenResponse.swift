@@ -5,6 +5,22 @@ import AGPolicy
 /// The token answer both attestation routes end with: `{"token", "expiresAt"}` (validate adds
 /// `"isValid": true`).
 enum TokenResponse {
+    /// Ends an attestation route once its commit step answered: the token, or the refusal.
+    /// `committed` runs before the token is issued (a log line, say).
+    static func afterCommit(_ context: RequestContext, _ result: Result<CommitOutcome, StoreFailure>, tenant: Tenant,
+                            tier: RateTier, keyID: String, isValid: Bool? = nil, committed: () -> Void = {}) {
+        switch result {
+        case .failure(let error):
+            context.storeFailed(error)
+        case .success(.refused(let refusal)):
+            context.fail(refusal.error)
+        case .success(.committed(let subjectID, let subscription, let newlyCounted, let monthlyCount)):
+            if newlyCounted { QuotaWarnings.check(context, tenant: tenant, tier: tier, count: monthlyCount) }
+            committed()
+            send(context, tenant: tenant, keyID: keyID, subjectID: subjectID, subscription: subscription, isValid: isValid)
+        }
+    }
+
     static func send(_ context: RequestContext, tenant: Tenant, keyID: String, subjectID: String?, subscription: String?,
                      isValid: Bool? = nil) {
         let subscriptionValue = subscription.flatMap { try? JSONValue(parsing: Array($0.utf8)) }

@@ -59,19 +59,11 @@ enum ValidateHandler {
                                        environment: attested.environment.rawValue, receipt: attested.receipt,
                                        subjectID: request.subjectID, knownSubjectID: knownSubjectID)
         services.devices.commitAttestation(commit) { result in
-            switch result {
-            case .failure(let error):
-                context.storeFailed(error)
-            case .success(.refused(let refusal)):
-                // Revoked between prepare and commit.
-                context.fail(refusal.error)
-            case .success(.committed(let subjectID, let subscription, let newlyCounted, let monthlyCount)):
-                if newlyCounted { QuotaWarnings.check(context, tenant: tenant, tier: tier, count: monthlyCount) }
+            // A refusal here means the key was revoked between prepare and commit.
+            TokenResponse.afterCommit(context, result, tenant: tenant, tier: tier, keyID: request.keyID, isValid: true) {
                 services.logger.info("device attested", [
                     ("tenant", .string(tenant.appID)), ("environment", .string(attested.environment.rawValue)),
                 ])
-                TokenResponse.send(context, tenant: tenant, keyID: request.keyID, subjectID: subjectID,
-                                   subscription: subscription, isValid: true)
             }
         }
     }

@@ -28,16 +28,25 @@ final class RedisDeviceStore: DeviceRecords {
     static func subjectKey(_ tenant: Tenant, _ subjectID: String) -> String { tenant.keyPrefix + "subj:" + subjectID }
     static func challengeKey(_ tenant: Tenant, _ challenge: String) -> String { tenant.keyPrefix + "ch:" + challenge }
 
-    func prepareRefresh(_ request: RefreshPreparation,
-                        completion: @escaping (Result<(RateLimitOutcome, RefreshPrepared), StoreFailure>) -> Void) {
+    /// Keys and arguments the two prepare scripts share: device, challenge, month set, grace;
+    /// now, keyId, challenge ttl, mad limit, grace, month key ttl.
+    private func quotaAndChallenge(tenant: Tenant, keyID: String, challenge: String, challengeTTL: Duration,
+                                   madLimit: DeviceLimit, grace: Duration) -> (keys: [String], args: [String]) {
         let now = time.nowMicroseconds
         let month = UTCDateTime(unixMilliseconds: now / 1000).monthKey
-        let tenant = request.tenant
+        return ([Self.deviceKey(tenant, keyID), Self.challengeKey(tenant, challenge), Self.madKey(tenant, month),
+                 Self.graceKey(tenant, month)],
+                [String(now), keyID, String(challengeTTL.milliseconds), madLimit.scriptArgument, String(grace.milliseconds),
+                 String(Self.monthKeyTTL)])
+    }
+
+    func prepareRefresh(_ request: RefreshPreparation,
+                        completion: @escaping (Result<(RateLimitOutcome, RefreshPrepared), StoreFailure>) -> Void) {
         let bucket = request.bucket
-        let keys = [Self.deviceKey(tenant, request.keyID), Self.challengeKey(tenant, request.challenge),
-                    Self.madKey(tenant, month), Self.graceKey(tenant, month), bucket.key]
-        let args = [String(now), request.keyID, String(request.challengeTTL.milliseconds), request.madLimit.scriptArgument,
-                    String(request.grace.milliseconds), String(Self.monthKeyTTL), String(bucket.limitPerMinute)]
+        let shared = quotaAndChallenge(tenant: request.tenant, keyID: request.keyID, challenge: request.challenge,
+                                       challengeTTL: request.challengeTTL, madLimit: request.madLimit, grace: request.grace)
+        let keys = shared.keys + [bucket.key]
+        let args = shared.args + [String(bucket.limitPerMinute)]
         redis.evalScript(DeviceScripts.prepareRefresh, keys: keys, args: args) { result in
             completion(Self.store(result).flatMap { value in
                 guard let reply = value.array, reply.count == 2,
@@ -79,13 +88,8 @@ final class RedisDeviceStore: DeviceRecords {
 
     func prepareAttestation(_ request: AttestationPreparation,
                             completion: @escaping (Result<AttestationPrepared, StoreFailure>) -> Void) {
-        let now = time.nowMicroseconds
-        let month = UTCDateTime(unixMilliseconds: now / 1000).monthKey
-        let tenant = request.tenant
-        let keys = [Self.deviceKey(tenant, request.keyID), Self.challengeKey(tenant, request.challenge),
-                    Self.madKey(tenant, month), Self.graceKey(tenant, month)]
-        let args = [String(now), request.keyID, String(request.challengeTTL.milliseconds), request.madLimit.scriptArgument,
-                    String(request.grace.milliseconds), String(Self.monthKeyTTL)]
+        let (keys, args) = quotaAndChallenge(tenant: request.tenant, keyID: request.keyID, challenge: request.challenge,
+                                             challengeTTL: request.challengeTTL, madLimit: request.madLimit, grace: request.grace)
         redis.evalScript(DeviceScripts.prepareAttestation, keys: keys, args: args) { result in
             completion(Self.store(result).flatMap { value in
                 guard let parts = value.array?.map({ $0.string ?? "" }), let status = parts.first else {

@@ -80,6 +80,37 @@ public final class BlockingHTTPClient {
         }
     }
 
+    /// Sends `bytes` exactly as given (a malformed or smuggling request, in tests) on the
+    /// kept-alive connection or a new one; `readResponse` then reads the answer.
+    public func send(raw bytes: [UInt8]) throws(HTTPClientError) {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        let current: TCPConnection
+        if let open = connection, open.isReusable {
+            current = open
+        } else {
+            current = try TCPConnection(ipv4: endpoint.ipv4, port: endpoint.port, deadline: deadline)
+            connectionsOpened += 1
+            connection = current
+            buffer.removeAll(keepingCapacity: true)
+            readOffset = 0
+        }
+        try current.send(bytes, deadline: deadline)
+    }
+
+    /// Reads one response on the current connection (after `send(raw:)`).
+    public func readResponse(method: String = "GET") throws(HTTPClientError) -> HTTPClientResponse {
+        guard let current = connection else { throw .connectionClosed }
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        do {
+            let (response, keepAlive) = try readResponse(from: current, method: method, deadline: deadline)
+            if !keepAlive { connection = nil }
+            return response
+        } catch {
+            connection = nil
+            throw error
+        }
+    }
+
     // MARK: - Request
 
     private static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]
