@@ -55,8 +55,8 @@ struct ConnectionLimitsEndToEndTests {
         let kept = try HTTPTestClient(port: gateway.port)
         #expect(try kept.request("GET", "/healthz").status == 200)
         // More connections than the gateway has descriptors for.
-        var flood: [HTTPTestClient] = []
-        for _ in 0..<80 { flood.append(try HTTPTestClient(port: gateway.port)) }
+        var flood: [RawTestSocket] = []
+        for _ in 0..<80 { flood.append(try RawTestSocket(port: gateway.port)) }
         #expect(eventually(5) { gateway.log.contains("accepting paused") })
         let cpuBefore = gateway.cpuSeconds()
         Thread.sleep(forTimeInterval: 1)
