@@ -39,6 +39,11 @@ public struct ServerConfig: Sendable, Hashable {
     public func workerCount(cpuCores: Int) -> Int {
         workers > 0 ? workers : max(1, cpuCores)
     }
+
+    /// Whether `address` is in `trusted_proxies` (its `X-Forwarded-*` are believed).
+    public func trusts(_ address: IPAddress) -> Bool {
+        !trustedProxies.isEmpty && trustedProxies.contains { $0.contains(address) }
+    }
 }
 
 /// `server.timeouts`.
@@ -86,11 +91,6 @@ public struct TokenConfig: Sendable, Hashable {
     public let leeway: Duration
     /// In file order; exactly one is active.
     public let keys: [TokenKeyConfig]
-
-    /// The key that signs new tokens.
-    public var activeKey: TokenKeyConfig {
-        keys.first(where: \.isActive)!
-    }
 }
 
 /// Signature algorithm of a token key.

@@ -25,8 +25,6 @@ public struct TenantConfig: Sendable, Hashable {
     public let platformSSO: PlatformSSOConfig?
 }
 
-/// Which App Attest AAGUID a tenant accepts.
-
 /// `token`: per-tenant token settings.
 public struct TenantTokenConfig: Sendable, Hashable {
     public let audience: String

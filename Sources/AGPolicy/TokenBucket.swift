@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import AGConfig
 import Glibc
 #endif
+import AGConfig
 
 /// A token bucket sized in tokens per minute: capacity = limit, refill = limit / 60 per second.
 ///

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import AGConfig
 import Glibc
 #endif
+import AGConfig
 import AGDevTools
 import AGGateway
 import Foundation

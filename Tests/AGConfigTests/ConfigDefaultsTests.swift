@@ -190,7 +190,7 @@ import Testing
             Row("tokens.leeway", g.tokens.leeway, Duration.zero),
             Row("tokens.keys", g.tokens.keys.map { "\($0.kid):\($0.algorithm.rawValue):\($0.isActive)" },
                 ["old:RS256:false", "new:ES256:true"]),
-            Row("tokens active key", g.tokens.activeKey.kid, "new"),
+            Row("tokens active key", g.tokens.keys.first(where: \.isActive)?.kid ?? "", "new"),
             Row("challenge.ttl", g.challenge.ttl, Duration.seconds(120)),
             Row("tiers.pro (partial keeps defaults)", g.tiers["pro"],
                 RateTier(name: "pro", attest: 500, challenge: 1_000, api: 12_000, madLimit: .limited(25_000))),

@@ -12,8 +12,8 @@ import Testing
         let config = try ConfigLoader.load(path: fixture.root + "/conf")
         let gateway = config.gateway
         #expect(gateway.tokens.issuer == "https://attestgate.example.com")
-        #expect(gateway.tokens.activeKey.kid == "dev-es256-1")
-        #expect(gateway.tokens.activeKey.file == fixture.root + "/conf/../.run/keys/dev-es256-1.pem")
+        #expect(gateway.tokens.keys.first(where: \.isActive)?.kid == "dev-es256-1")
+        #expect(gateway.tokens.keys.first(where: \.isActive)?.file == fixture.root + "/conf/../.run/keys/dev-es256-1.pem")
         #expect(gateway.appAttest.rootCAFile == fixture.root + "/conf/Apple_App_Attestation_Root_CA.pem")
         #expect(gateway.admin.tokenFile == fixture.root + "/conf/../.run/admin-token")
         #expect(config.tenants.all.count == 1)

@@ -1,4 +1,3 @@
-import AGConfig
 import AGPolicy
 import AGAppAttest
 import AGCrypto

@@ -1,5 +1,3 @@
-import AGConfig
-import AGPolicy
 import AGFormats
 import Foundation
 

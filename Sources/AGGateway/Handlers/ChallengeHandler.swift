@@ -1,6 +1,4 @@
-import AGConfig
 import AGFormats
-import AGPolicy
 
 /// `GET /api/v1/attestation/challenge`: a single-use challenge, valid for `challenge.ttl`.
 enum ChallengeHandler {

@@ -1,7 +1,6 @@
 import AGAppAttest
 import AGConfig
 import AGCrypto
-import AGPolicy
 
 /// `POST /api/v1/attestation/refresh`: a signed device assertion for a fresh JWT
 /// (`seeds/app-attest-refresh-endpoint.md`). Two store round trips: `prepareRefresh` before

@@ -1,5 +1,3 @@
-import AGConfig
-import AGPolicy
 import AGCrypto
 import AGFormats
 import Foundation

@@ -1,5 +1,3 @@
-import AGConfig
-import AGPolicy
 import Synchronization
 
 /// Prometheus counters and histograms shared by all workers.

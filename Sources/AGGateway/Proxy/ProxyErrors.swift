@@ -1,5 +1,3 @@
-import AGConfig
-import AGPolicy
 
 /// The proxy's contract errors (DESIGN section 6).
 extension GatewayError {

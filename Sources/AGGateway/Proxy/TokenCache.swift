@@ -1,5 +1,3 @@
-import AGConfig
-import AGPolicy
 
 /// A worker's bounded cache of signature-verified tokens, keyed by the token string.
 ///

@@ -1,6 +1,5 @@
 import AGConfig
 import AGHTTP
-import AGPolicy
 
 /// Step 4 of the proxy on a real connection: headers rebuilt (anti-spoofing, claims,
 /// `X-Forwarded-*`), request and response streamed through the worker's `UpstreamPool`,
@@ -18,7 +17,7 @@ final class UpstreamForwarder: Forwarder {
         }
         let server = context.snapshot.gateway.server
         let hop = ClientHop(peerAddress: request.remoteAddress,
-                            peerTrusted: Self.isTrusted(request.remoteAddress, server.trustedProxies),
+                            peerTrusted: IPAddress(request.remoteAddress).map(server.trusts) ?? false,
                             requestID: context.requestID)
         let policy = proxy.headers
         let requestID = context.requestID
@@ -70,10 +69,5 @@ final class UpstreamForwarder: Forwarder {
         case .clientAborted: kind = "client_aborted"
         }
         metrics.increment("attestgate_upstream_errors_total{tenant=\"\(tenant.appID)\",error=\"\(kind)\"}")
-    }
-
-    private static func isTrusted(_ peer: String, _ proxies: [CIDRBlock]) -> Bool {
-        guard !proxies.isEmpty, let address = IPAddress(peer) else { return false }
-        return proxies.contains { $0.contains(address) }
     }
 }

@@ -1,4 +1,3 @@
-import AGConfig
 import AGFormats
 import AGJOSE
 import AGHTTP

@@ -1,5 +1,3 @@
-import AGConfig
-import AGPolicy
 
 /// A dictionary that holds at most `capacity` entries and evicts the least recently used.
 ///

@@ -1,4 +1,3 @@
-import AGConfig
 import AGPolicy
 import Synchronization
 

@@ -1,5 +1,3 @@
-import AGConfig
-import AGPolicy
 import AGEventLoop
 import AGCrypto
 import AGHTTP
@@ -28,13 +26,13 @@ struct AdminRouter {
             reload(context)
         case ("GET", "/admin/v1/tenants"):
             context.route = "admin_tenants"
-            AdminTierHandlers.listTenants(context)
+            AdminTenantHandlers.listTenants(context)
         case ("GET", "/admin/v1/tiers"):
             context.route = "admin_tiers"
-            AdminTierHandlers.listTiers(context)
+            AdminTenantHandlers.listTiers(context)
         case ("PUT", _) where path.hasPrefix("/admin/v1/tiers/"):
             context.route = "admin_tiers"
-            AdminTierHandlers.setTier(context, name: String(path.dropFirst("/admin/v1/tiers/".count)))
+            AdminTenantHandlers.setTier(context, name: String(path.dropFirst("/admin/v1/tiers/".count)))
         default:
             if path.hasPrefix("/admin/v1/tenants/") {
                 tenantCall(context, path.dropFirst("/admin/v1/tenants/".count).split(separator: "/", omittingEmptySubsequences: false))
@@ -55,13 +53,13 @@ struct AdminRouter {
         switch (method, Array(parts.dropFirst())) {
         case ("GET", let rest) where rest.isEmpty:
             context.route = "admin_tenants"
-            AdminTierHandlers.showTenant(context, tenant)
+            AdminTenantHandlers.showTenant(context, tenant)
         case ("PUT", let rest) where rest == ["tier"]:
             context.route = "admin_tier"
-            AdminTierHandlers.setTenantTier(context, tenant)
+            AdminTenantHandlers.setTenantTier(context, tenant)
         case ("DELETE", let rest) where rest == ["tier"]:
             context.route = "admin_tier"
-            AdminTierHandlers.clearTenantTier(context, tenant)
+            AdminTenantHandlers.clearTenantTier(context, tenant)
         case ("PUT", let rest) where rest.count == 2 && rest[0] == "keys",
              ("GET", let rest) where rest.count == 2 && rest[0] == "keys",
              ("POST", let rest) where rest.count == 3 && rest[0] == "keys" && rest[2] == "revoke":

@@ -1,8 +1,8 @@
 #if canImport(Glibc)
-import AGConfig
-import AGPolicy
 import Glibc
 #endif
+import AGConfig
+import AGPolicy
 import AGEventLoop
 import AGHTTP
 import Dispatch

@@ -1,5 +1,4 @@
 import AGConfig
-import AGPolicy
 import Synchronization
 
 /// One immutable, validated view of the configuration plus everything derived from it.

@@ -1,5 +1,3 @@
-import AGConfig
-import AGPolicy
 import AGHTTP
 
 /// Dispatches public-listener requests: gateway endpoints by exact path, the rest to tenants.

@@ -1,4 +1,3 @@
-import AGConfig
 import AGEventLoop
 import AGPolicy
 import AGRedis

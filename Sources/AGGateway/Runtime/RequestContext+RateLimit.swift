@@ -12,11 +12,11 @@ extension RequestContext {
     /// is not a trusted proxy when the peer itself is one (`server.trusted_proxies`).
     var clientIP: IPAddress {
         let peer = IPAddress(request.remoteAddress) ?? .v4(0)
-        let trusted = snapshot.gateway.server.trustedProxies
-        guard !trusted.isEmpty, trusted.contains(where: { $0.contains(peer) }) else { return peer }
+        let server = snapshot.gateway.server
+        guard server.trusts(peer) else { return peer }
         let chain = request.headers.values("X-Forwarded-For").flatMap { $0.split(separator: ",") }
             .compactMap { IPAddress(String($0.trimmingASCIISpaces())) }
-        return chain.last { hop in !trusted.contains { $0.contains(hop) } } ?? chain.first ?? peer
+        return chain.last { !server.trusts($0) } ?? chain.first ?? peer
     }
 
     /// Takes a token from every bucket of `route`; answers 429 `rate_limited` or 503 itself,

@@ -1,4 +1,4 @@
-import AGConfig
+import AGFormats
 import AGHTTP
 import AGPolicy
 

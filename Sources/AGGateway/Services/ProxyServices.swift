@@ -1,6 +1,4 @@
-import AGConfig
 import AGHTTP
-import AGPolicy
 
 /// What one worker knows about revoked devices (`RevocationWatcher` fed by `ag:events`), and
 /// the store lookup for a token it has not yet checked.

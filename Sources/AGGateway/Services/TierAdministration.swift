@@ -1,5 +1,4 @@
 import AGConfig
-import AGPolicy
 import AGRedis
 
 /// Tier reads for every limited request and the admin API's runtime tier changes.

@@ -1,4 +1,3 @@
-import AGConfig
 import AGFormats
 import AGPolicy
 import AGRedis

@@ -1,5 +1,3 @@
-import AGConfig
-import AGPolicy
 import AGEventLoop
 import AGHTTP
 

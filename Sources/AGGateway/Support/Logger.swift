@@ -1,8 +1,7 @@
 #if canImport(Glibc)
-import AGConfig
-import AGPolicy
 import Glibc
 #endif
+import AGFormats
 import Foundation
 
 /// Structured logger: one line per event, data in fields, never in the message text.

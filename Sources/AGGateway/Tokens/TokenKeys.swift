@@ -1,5 +1,4 @@
 import AGConfig
-import AGPolicy
 import AGCrypto
 import AGFormats
 import AGJOSE

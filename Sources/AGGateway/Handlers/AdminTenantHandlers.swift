@@ -1,10 +1,9 @@
 import AGConfig
-import AGPolicy
 import AGFormats
 import AGHTTP
 
 /// Admin calls on tenants and tiers: effective configuration, runtime tier changes.
-enum AdminTierHandlers {
+enum AdminTenantHandlers {
     static func limitsJSON(_ tier: RateTier) -> JSONValue {
         let madLimit: JSONValue = switch tier.madLimit {
         case .limited(let value): .integer(Int64(value))
