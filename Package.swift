@@ -39,6 +39,7 @@ let package = Package(
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
         .testTarget(name: "AGJOSETests", dependencies: ["AGJOSE", "AGFormats", "AGCrypto"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
+        .testTarget(name: "AGEventLoopTests", dependencies: ["AGEventLoop", "AGTestSupport"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
         .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"]),
