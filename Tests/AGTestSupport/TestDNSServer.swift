@@ -21,43 +21,52 @@ public final class TestDNSServer: Sendable {
 
     public let port: Int
     private let directory: String
-    private let process: Process
+    private let pid: pid_t
 
     /// `127.0.0.1:<port>`, for `DNSResolver.Configuration.nameservers`.
     public var nameserver: String { "127.0.0.1:\(port)" }
 
-    /// Starts the server with `zone` and waits until it listens.
+    /// Starts the server with `zone` and waits (on a thread of its own, so a loaded
+    /// cooperative pool cannot stretch the wait) until it listens.
     public static func start(_ zone: [String: Entry]) async throws -> TestDNSServer {
         let directory = NSTemporaryDirectory() + "agdns-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try write(zone, to: directory + "/zone.json")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", TestGateway.fixturePath("dns_server.py"),
-                             directory + "/zone.json", directory + "/port", directory + "/queries.log"]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if let text = try? String(contentsOfFile: directory + "/port", encoding: .utf8), let port = Int(text) {
-                return TestDNSServer(port: port, directory: directory, process: process)
-            }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(10))
+        let pid = try spawnProgram("/usr/bin/env", ["python3", TestGateway.fixturePath("dns_server.py"), directory + "/zone.json",
+                                                    directory + "/port", directory + "/queries.log"])
+        let port: Int? = await withCheckedContinuation { continuation in
+            Thread {
+                let deadline = ContinuousClock.now + .seconds(30)
+                var status: Int32 = 0
+                while ContinuousClock.now < deadline, waitpid(pid, &status, WNOHANG) == 0 {
+                    if let text = try? String(contentsOfFile: directory + "/port", encoding: .utf8), let port = Int(text) {
+                        continuation.resume(returning: port)
+                        return
+                    }
+                    usleep(10_000)
+                }
+                continuation.resume(returning: nil)
+            }.start()
         }
-        process.terminate()
-        throw RedisServerError.couldNotStart("dns_server.py did not start")
+        guard let port else {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            throw RedisServerError.couldNotStart("dns_server.py did not start")
+        }
+        return TestDNSServer(port: port, directory: directory, pid: pid)
     }
 
-    private init(port: Int, directory: String, process: Process) {
+    private init(port: Int, directory: String, pid: pid_t) {
         self.port = port
         self.directory = directory
-        self.process = process
+        self.pid = pid
     }
 
     deinit {
-        process.terminate()
-        process.waitUntilExit()
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
         try? FileManager.default.removeItem(atPath: directory)
     }
 
