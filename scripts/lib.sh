@@ -167,3 +167,13 @@ stop_redis_group() {
         [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
     done
 }
+
+# Python modules the interop tests drive (an independent JOSE implementation): installs
+# whichever of jwcrypto and cryptography is missing, quietly, with pip from PyPI. A Python that
+# marks itself externally managed (PEP 668) gets them with --break-system-packages.
+ensure_python_test_modules() {
+    python3 -c 'import jwcrypto, cryptography' 2>/dev/null && return 0
+    echo "installing Python modules: jwcrypto cryptography" >&2
+    local pip=(env PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check)
+    "${pip[@]}" jwcrypto cryptography >/dev/null 2>&1 || "${pip[@]}" --break-system-packages jwcrypto cryptography >&2
+}

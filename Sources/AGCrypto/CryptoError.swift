@@ -24,14 +24,14 @@ public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Input rejected by the wrapper itself.
-    static func invalidInput(_ operation: String, _ reason: String) -> CryptoError {
+    package static func invalidInput(_ operation: String, _ reason: String) -> CryptoError {
         ERR_clear_error()
         return CryptoError(operation: operation, code: 0, reason: reason)
     }
 
     /// Takes the oldest error off OpenSSL's queue and clears the rest, so that a failure never
     /// leaks into the next operation on the same thread.
-    static func openSSL(_ operation: String) -> CryptoError {
+    package static func openSSL(_ operation: String) -> CryptoError {
         let code = ERR_get_error()
         ERR_clear_error()
         guard code != 0 else {

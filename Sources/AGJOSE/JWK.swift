@@ -11,11 +11,7 @@ extension JWSVerificationKey {
         ]
         switch self {
         case .es256(let key):
-            let point = key.x963Representation
-            members["kty"] = "EC"
-            members["crv"] = "P-256"
-            members["x"] = .string(Base64.encodeURL(point[1..<33]))
-            members["y"] = .string(Base64.encodeURL(point[33..<65]))
+            members.merge(key.jwk.objectValue ?? [:]) { _, new in new }
         case .rs256(let key):
             members["kty"] = "RSA"
             members["n"] = .string(Base64.encodeURL(key.modulus))
@@ -39,10 +35,7 @@ extension JWSVerificationKey {
         do {
             switch members["kty"]?.stringValue {
             case "EC":
-                guard members["crv"]?.stringValue == "P-256" else { throw JOSEError.invalidKey("unsupported curve") }
-                let x = try component("x"), y = try component("y")
-                guard x.count == 32, y.count == 32 else { throw JOSEError.invalidKey("P-256 coordinates must be 32 bytes") }
-                key = .es256(try P256.PublicKey(x963Representation: [0x04] + x + y))
+                key = .es256(try P256.PublicKey(jwk: jwk))
             case "RSA":
                 key = .rs256(try RSAKey.PublicKey(modulus: try component("n"), publicExponent: try component("e")))
             default:

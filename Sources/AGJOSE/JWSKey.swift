@@ -56,6 +56,10 @@ public enum JWSVerificationKey: Sendable, Equatable {
     }
 
     /// Whether `signature` is this key's JWS signature over `signingInput`.
+    ///
+    /// ES256 takes only the raw form: exactly 64 bytes, `r || s` (RFC 7518 §3.4); a DER
+    /// signature or any other length is invalid. Both `s` and `n − s` verify here: this generic
+    /// check does not enforce low-S (see `P256.isLowS(rawSignature:)` for callers that must).
     public func isValidSignature(_ signature: [UInt8], for signingInput: [UInt8]) -> Bool {
         switch self {
         case .es256(let key): key.isValidSignature(rawSignature: signature, for: signingInput)

@@ -1,4 +1,6 @@
 import AGCrypto
+import AGHTTP
+import AGDevTools
 import AGDevice
 import AGFormats
 #if canImport(Glibc)

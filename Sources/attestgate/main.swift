@@ -1,6 +1,8 @@
 #if canImport(Glibc)
+import AGConfig
 import Glibc
 #endif
+import AGDevTools
 import AGGateway
 import Foundation
 

@@ -1,3 +1,5 @@
+import AGTestSupport
+import AGHTTP
 import AGDevice
 import Foundation
 import Synchronization

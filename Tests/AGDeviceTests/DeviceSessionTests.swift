@@ -1,3 +1,5 @@
+import AGTestSupport
+import AGHTTP
 import AGCrypto
 import AGDevice
 import AGFormats

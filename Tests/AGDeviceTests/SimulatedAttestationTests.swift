@@ -1,3 +1,4 @@
+import AGDevTools
 import AGAppAttest
 import AGCrypto
 import AGDevice

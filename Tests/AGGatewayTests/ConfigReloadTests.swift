@@ -1,6 +1,9 @@
+import AGTestSupport
 import FoundationEssentials
 import Testing
 
+@testable import AGConfig
+@testable import AGPolicy
 @testable import AGGateway
 
 /// Re-reading `tenants/` for a reload, and doing it fast for many tenants.

@@ -2,6 +2,8 @@ import AGFormats
 import AGHTTP
 import Testing
 
+@testable import AGConfig
+@testable import AGPolicy
 @testable import AGGateway
 
 /// The pure header logic of the proxy: what reaches the upstream, what reaches the client.

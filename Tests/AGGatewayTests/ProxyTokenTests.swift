@@ -3,6 +3,8 @@ import AGHTTP
 import Testing
 
 @testable import AGFormats
+@testable import AGConfig
+@testable import AGPolicy
 @testable import AGGateway
 
 /// Token extraction, the per-request claim checks, the token cache and revocation events.
@@ -31,7 +33,7 @@ import Testing
             return failure
         }
         do throws(ProxyAuthFailure) {
-            try policy.check(token, teamID: "TEAM123456", bundleID: "com.example.app", audience: "TEAM123456.com.example.app", now: now)
+            try policy.check(token.verified, teamID: "TEAM123456", bundleID: "com.example.app", audience: "TEAM123456.com.example.app", now: now)
             return nil
         } catch {
             return error

@@ -1,5 +1,7 @@
 import AGTestSupport
 import Testing
+@testable import AGConfig
+@testable import AGPolicy
 @testable import AGGateway
 
 /// Tier overlay rules, number validation and change events: no Redis involved.

@@ -4,6 +4,8 @@ import AGTestSupport
 import Foundation
 import Synchronization
 import Testing
+@testable import AGConfig
+@testable import AGPolicy
 @testable import AGGateway
 
 /// One simulated instance for tier tests: a loop, a command connection, a `TierStore`, and
@@ -89,7 +91,7 @@ final class TierTestInstance: Sendable {
 
     /// Waits (up to 2 s) until `TierSync` has read Redis at least once.
     func waitForFirstReload() async throws {
-        try #require(await waitUntil { self.reloads > 0 })
+        try #require(await eventually { self.reloads > 0 })
     }
 
     /// Successful re-reads by this instance's `TierSync`.
@@ -109,16 +111,6 @@ final class TierTestInstance: Sendable {
     }
 }
 
-/// Polls `condition` every 10 ms for up to `seconds`.
-func waitUntil(_ seconds: Double = 2, _ condition: () async -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return await condition()
-}
-
 @Suite("TierSync and admin tier changes")
 struct RateLimitTierSyncTests {
     static let app = "ABCDE12345.com.example.app"
@@ -133,14 +125,14 @@ struct RateLimitTierSyncTests {
 
                     try await admin.setTenantTier(Self.app, "pro").get()
                     #expect(admin.store.effectiveTier(appID: Self.app, fileTier: "free", fileTiers: fileTiers).name == "pro")
-                    #expect(await waitUntil { otherTier().name == "pro" })
+                    #expect(await eventually { otherTier().name == "pro" })
 
                     let pro = try await admin.setTier("pro", TierNumbers(api: 12_345)).get()
                     #expect(pro == RateTier(name: "pro", attest: 500, challenge: 1_000, api: 12_345, madLimit: .limited(25_000)))
-                    #expect(await waitUntil { otherTier() == pro })
+                    #expect(await eventually { otherTier() == pro })
 
                     #expect(try await admin.clearTenantTier(Self.app).get())
-                    #expect(await waitUntil { otherTier() == RateTier.builtIn["free"] })
+                    #expect(await eventually { otherTier() == RateTier.builtIn["free"] })
                     #expect(try await admin.clearTenantTier(Self.app).get() == false)
 
                     let stored = await admin.send([["HGETALL", TierStore.tierNumbersKey], ["HGETALL", TierStore.tenantTiersKey]])
@@ -161,11 +153,11 @@ struct RateLimitTierSyncTests {
                             received.withLock { $0.append(message.string) }
                         }
                     }
-                    #expect(await waitUntil { await listener.submit { _ in subscriber.value.isSubscribed } })
+                    #expect(await eventually { await listener.submit { _ in subscriber.value.isSubscribed } })
                     try await admin.setTenantTier(Self.app, "business").get()
                     _ = try await admin.setTier("business", TierNumbers(attest: 2_500)).get()
                     _ = try await admin.clearTenantTier(Self.app).get()
-                    #expect(await waitUntil { received.withLock { $0.count } == 3 })
+                    #expect(await eventually { received.withLock { $0.count } == 3 })
                     #expect(received.withLock { $0 } == [
                         TierStore.Event.tenantTier(appID: Self.app, tier: "business").json,
                         TierStore.Event.tierNumbers(name: "business", numbers: TierNumbers(attest: 2_500)).json,
@@ -193,7 +185,7 @@ struct RateLimitTierSyncTests {
                 #expect(admin.store.overrides == TierStore.Overrides())
 
                 redis.kill()
-                try #require(await waitUntil { await admin.send([["PING"]])[0].isFailure })
+                try #require(await eventually { await admin.send([["PING"]])[0].isFailure })
                 guard case .failure(.store) = await admin.setTenantTier(Self.app, "pro") else {
                     Issue.record("a change with Redis down did not fail with .store")
                     return
@@ -226,7 +218,7 @@ struct RateLimitTierSyncTests {
                 try await TierTestInstance.with(redis.url, sync: true, pollInterval: .milliseconds(500)) { reader in
                     try await reader.waitForFirstReload()
                     _ = try await writer.send([["HSET", TierStore.tenantTiersKey, Self.app, "enterprise"]])[0].get()
-                    #expect(await waitUntil { reader.store.tenantTierOverride(appID: Self.app) == "enterprise" })
+                    #expect(await eventually { reader.store.tenantTierOverride(appID: Self.app) == "enterprise" })
                 }
             }
         }
@@ -252,7 +244,7 @@ struct RateLimitTierSyncTests {
                         ["HSET", TierStore.tenantTiersKey, Self.app, "business"],
                     ])
                     #expect(try results[0].get() == .integer(1))
-                    #expect(await waitUntil { reader.store.tenantTierOverride(appID: Self.app) == "business" })
+                    #expect(await eventually { reader.store.tenantTierOverride(appID: Self.app) == "business" })
                     #expect(reader.reloads > before)
                 }
             }

@@ -3,6 +3,8 @@ import AGTestSupport
 import Foundation
 import Synchronization
 import Testing
+@testable import AGConfig
+@testable import AGPolicy
 @testable import AGGateway
 
 /// `RateLimiter` outcomes, headers, and what it does while Redis is gone and after it returns.
@@ -53,12 +55,11 @@ struct RateLimiterTests {
                 #expect(refused.decision.retryAfter == 20)
                 #expect(Dictionary(uniqueKeysWithValues: local[3].headers)["Retry-After"] == "20")
 
-                // `allow` lets everything through with no headers; `deny` and `failClosed` refuse.
+                // `allow` lets everything through with no headers; `refuse` refuses.
                 let allowed = await instance.check([check], fallback: .allow)
                 #expect(allowed == .allowed(nil))
                 #expect(allowed.headers.isEmpty)
-                #expect(await instance.check([check], fallback: .deny) == .storeUnavailable)
-                #expect(await instance.check([check], fallback: .failClosed) == .storeUnavailable)
+                #expect(await instance.check([check], fallback: .refuse) == .storeUnavailable)
                 #expect(RateLimitOutcome.storeUnavailable.headers.isEmpty)
                 #expect(await instance.mode == .fallback)
                 #expect(await instance.modeChanges == [.fallback])
@@ -68,7 +69,7 @@ struct RateLimiterTests {
                 try await redis.restart()
                 var back: RateLimitOutcome?
                 for _ in 0..<100 {
-                    let outcome = await instance.check([check], fallback: .failClosed)
+                    let outcome = await instance.check([check], fallback: .refuse)
                     if outcome != .storeUnavailable {
                         back = outcome
                         break
@@ -92,30 +93,32 @@ struct RateLimiterTests {
         // A port where nothing listens: the server is gone before either instance connects.
         let redis = try await RedisServer.start()
         redis.stop()
-        let shared = LocalBuckets()
-        try await RateLimitTestInstance.with(redis.url, localBuckets: shared) { a in
-            try await RateLimitTestInstance.with(redis.url, localBuckets: shared) { b in
+        let time = ManualTime()
+        let shared = LocalBuckets(time: time)
+        try await RateLimitTestInstance.with(redis.url, time: time, localBuckets: shared) { a in
+            try await RateLimitTestInstance.with(redis.url, time: time, localBuckets: shared) { b in
                 let check = Self.apiCheck(limit: 10)
                 async let fromA = a.burst(10, [check], fallback: .local)
                 async let fromB = b.burst(10, [check], fallback: .local)
                 let outcomes = await fromA + fromB
                 let allowed = outcomes.filter { if case .allowed = $0 { true } else { false } }.count
-                #expect((10...11).contains(allowed))
+                // The clock stands still: no refill between the two bursts.
+                #expect(allowed == 10)
                 #expect(shared.count == 1)
             }
         }
     }
 
     @Test func localBucketsUseTheInjectedClockAndTakeAllOrNothing() {
-        let now = Mutex<Int64>(0)
-        let buckets = LocalBuckets(capacity: 10) { now.withLock { $0 } }
+        let time = ManualTime(microseconds: 0)
+        let buckets = LocalBuckets(capacity: 10, time: time)
         let tenant = BucketCheck(key: "t", limitPerMinute: 60, name: "challenge")
         let ip = BucketCheck(key: "i", limitPerMinute: 1, name: "ip-challenge")
         #expect(buckets.take([tenant, ip]).allowed)
         let refused = buckets.take([tenant, ip])
         #expect(!refused.allowed)
         #expect(refused.decisions.map(\.remaining) == [59, 0])
-        now.withLock { $0 = 60_000_000 }
+        time.set(microseconds: 60_000_000)
         #expect(buckets.take([tenant, ip]).decisions.map(\.remaining) == [59, 0])
     }
 
@@ -162,14 +165,14 @@ struct RateLimiterTests {
         ])
         for policy in StoreErrorPolicy.allCases {
             let config = RateLimitConfig(onStoreError: policy)
-            #expect(RateLimitedRoute.challenge.fallback(config) == .failClosed)
-            #expect(RateLimitedRoute.validate.fallback(config) == .failClosed)
-            #expect(RateLimitedRoute.refresh.fallback(config) == .failClosed)
+            #expect(RateLimitedRoute.challenge.fallback(config) == .refuse)
+            #expect(RateLimitedRoute.validate.fallback(config) == .refuse)
+            #expect(RateLimitedRoute.refresh.fallback(config) == .refuse)
             #expect(RateLimitedRoute.api.fallback(config) == RateLimitFallback(policy))
         }
         #expect(RateLimitFallback(.local) == .local)
         #expect(RateLimitFallback(.allow) == .allow)
-        #expect(RateLimitFallback(.deny) == .deny)
+        #expect(RateLimitFallback(.deny) == .refuse)
     }
 
     @Test func lruCacheEvictsTheLeastRecentlyUsed() {

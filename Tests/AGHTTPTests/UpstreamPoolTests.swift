@@ -1,3 +1,4 @@
+import AGDevTools
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,8 @@
 import Glibc
 #endif
 import AGEventLoop
+import AGConfig
+import AGPolicy
 import AGGateway
 import AGRedis
 import Foundation
@@ -26,37 +28,38 @@ public final class RateLimitTestInstance: Sendable {
     /// Runs `body` with a fresh instance on its own loop; closes the connection and stops the
     /// loop afterwards, even if `body` throws or returns early.
     /// - Parameter logPath: where the limiter logs (JSON lines); nowhere when nil.
-    public static func with<R>(_ url: RedisURL, localBuckets: LocalBuckets = LocalBuckets(), logPath: String? = nil,
-                               _ body: (RateLimitTestInstance) async throws -> R) async throws -> R {
+    public static func with<R>(_ url: RedisURL, time: any TimeSource = SystemTime(), localBuckets: LocalBuckets? = nil,
+                               logPath: String? = nil, _ body: (RateLimitTestInstance) async throws -> R) async throws -> R {
         let logger = Logger(level: .debug, format: .json,
                             fileDescriptor: open(logPath ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644))
         // Closed only once the loop has stopped, so no late log line can land in a reused descriptor.
         defer { if logger.fileDescriptor >= 0 { Glibc.close(logger.fileDescriptor) } }
         return try await TestEventLoop.with { loop in
-            let instance = await RateLimitTestInstance(loop: loop, url: url, localBuckets: localBuckets, logger: logger)
+            let instance = await RateLimitTestInstance(loop: loop, url: url, time: time,
+                                                       localBuckets: localBuckets ?? LocalBuckets(time: time), logger: logger)
             return try await withCleanup { try await body(instance) } cleanup: { await instance.close() }
         }
     }
 
-    private init(loop: TestEventLoop, url: RedisURL, localBuckets: LocalBuckets, logger: Logger) async {
+    private init(loop: TestEventLoop, url: RedisURL, time: any TimeSource, localBuckets: LocalBuckets, logger: Logger) async {
         self.loop = loop
         parts = await loop.make { base in
             let redis = RedisClient(url: url, loop: base, timeout: .milliseconds(250),
                                     reconnectPolicy: RedisReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100)))
-            let parts = Parts(redis: redis, limiter: RateLimiter(redis: redis, localBuckets: localBuckets, logger: logger))
+            let parts = Parts(redis: redis, limiter: RateLimiter(redis: redis, localBuckets: localBuckets, time: time, logger: logger))
             parts.limiter.onModeChange = { [unowned parts] mode in parts.modeChanges.append(mode) }
             return parts
         }
     }
 
     /// One rate-limit decision.
-    public func check(_ checks: [BucketCheck], fallback: RateLimitFallback = .failClosed) async -> RateLimitOutcome {
+    public func check(_ checks: [BucketCheck], fallback: RateLimitFallback = .refuse) async -> RateLimitOutcome {
         let parts = self.parts
         return await loop.await { _, done in parts.value.limiter.check(checks, fallback: fallback) { done($0) } }
     }
 
     /// `count` decisions sent back to back (pipelined on the one connection), in order.
-    public func burst(_ count: Int, _ checks: [BucketCheck], fallback: RateLimitFallback = .failClosed) async -> [RateLimitOutcome] {
+    public func burst(_ count: Int, _ checks: [BucketCheck], fallback: RateLimitFallback = .refuse) async -> [RateLimitOutcome] {
         let parts = self.parts
         return await loop.await { _, done in
             var outcomes = [RateLimitOutcome?](repeating: nil, count: count)

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import AGHTTP
 import Foundation
 import Synchronization
 
@@ -34,6 +35,13 @@ public struct UpstreamReply: Sendable {
         case closeMidBody
         /// Nothing is sent; the connection closes.
         case closeWithoutAnswer
+        /// These bytes instead of a rendered response (any framing, even a broken one); the
+        /// connection stays open for the next request.
+        case raw([UInt8])
+        /// These bytes, then the connection closes.
+        case rawThenClose([UInt8])
+        /// Nothing is sent and the connection stays open until the upstream stops.
+        case silence
     }
 
     public var status: Int
@@ -81,7 +89,7 @@ public final class RecordingUpstream: Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(listener, 128) == 0 else { throw HTTPTestClientError.io("upstream bind/listen errno \(errno)") }
+        guard bound == 0, listen(listener, 128) == 0 else { throw HTTPClientError.io(operation: "upstream bind/listen", errno: errno, reason: "cannot listen") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
@@ -102,6 +110,9 @@ public final class RecordingUpstream: Sendable {
 
     /// Connections accepted so far.
     public var connectionCount: Int { state.withLock { $0.connections } }
+
+    /// `http://127.0.0.1:<port>`.
+    public var url: String { "http://127.0.0.1:\(port)" }
 
     /// Stops accepting and cuts every open connection. Idempotent: closing the listener twice
     /// could close a descriptor another test has since been given.
@@ -188,6 +199,15 @@ public final class RecordingUpstream: Sendable {
                 return
             case .complete:
                 guard write(fd, Array(response.utf8) + reply.body) else { return }
+            case .raw(let bytes):
+                guard write(fd, bytes) else { return }
+            case .rawThenClose(let bytes):
+                _ = write(fd, bytes)
+                return
+            case .silence:
+                // Block until `stop()` shuts the connection down.
+                while reader.readUntil([0]) != nil {}
+                return
             }
             if value("connection")?.lowercased() == "close" { return }
         }

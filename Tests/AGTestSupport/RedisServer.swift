@@ -206,20 +206,11 @@ public final class RedisServer: Sendable {
         return count > 0 && (reply[0] == UInt8(ascii: "+") || reply[0] == UInt8(ascii: "-"))
     }
 
-    /// Asks the kernel for a free loopback port by binding port 0; the caller may still lose a race.
+    /// A free loopback port; the caller may still lose a race for it.
     private static func freeLoopbackPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RedisServerError.couldNotStart("socket() failed") }
-        defer { close(fd) }
-        var address = loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw RedisServerError.couldNotStart("cannot bind a loopback port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let port = Int(unusedLoopbackPort())
+        guard port > 0 else { throw RedisServerError.couldNotStart("cannot bind a loopback port") }
+        return port
     }
 
     private static func loopback(port: Int) -> sockaddr_in {

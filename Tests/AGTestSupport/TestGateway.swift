@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import AGConfig
+import AGPolicy
 import AGGateway
 import Foundation
 
@@ -9,11 +11,15 @@ import Foundation
 public final class TestGateway: @unchecked Sendable {
     // Invariant: mutated only by the test that owns it, from one task.
     public let directory: String
+    /// The configuration files the gateway serves (removed when the test gateway goes).
+    public let config: TestConfigDirectory
     public let gateway: Gateway
     public let adminToken: String
     public let redisURL: String
     public var port: Int { gateway.publicPort }
     public var adminPort: Int { gateway.adminPort }
+    /// The time the gateway decides by (the host clock unless the test passed a `ManualTime`).
+    public let time: any TimeSource
     public var logPath: String { directory + "/gateway.log" }
     public var accessLogPath: String { directory + "/access.log" }
 
@@ -41,63 +47,22 @@ public final class TestGateway: @unchecked Sendable {
         ProcessInfo.processInfo.environment["AG_TEST_REDIS_URL"] ?? "redis://127.0.0.1:6379/0"
     }
 
-    /// Starts a gateway. `tenants` maps file names to YAML; `gatewayYAML` adds top-level
-    /// sections (they replace the defaults written here when they share a name); `files` maps
-    /// names relative to the config directory to contents written before the gateway starts
-    /// (a test CA certificate, for example).
+    /// Starts a gateway on a fresh `TestConfigDirectory` (see there for the parameters).
     public init(redisURL: String = TestGateway.sharedRedisURL, tenants: [String: String], gatewayYAML: String = "",
                 files: [String: String] = [:],
-                workers: Int = 2, redisTimeout: String = "250ms", keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)]) throws {
-        directory = NSTemporaryDirectory() + "attestgate-test-" + UUID().uuidString
-        let manager = FileManager.default
-        try manager.createDirectory(atPath: directory + "/tenants", withIntermediateDirectories: true)
-        try manager.createDirectory(atPath: directory + "/keys", withIntermediateDirectories: true)
+                workers: Int = 2, redisTimeout: String = "250ms", keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)],
+                time: (any TimeSource)? = nil) throws {
+        config = try TestConfigDirectory(redisURL: redisURL, tenants: tenants, gatewayYAML: gatewayYAML, files: files,
+                                         workers: workers, redisTimeout: redisTimeout, keys: keys)
+        directory = config.directory
         self.redisURL = redisURL
-        adminToken = UUID().uuidString + UUID().uuidString
-        try adminToken.write(toFile: directory + "/admin-token", atomically: true, encoding: .utf8)
-        let rootCA = try String(contentsOfFile: Self.fixturePath("Apple_App_Attestation_Root_CA.pem"), encoding: .utf8)
-        try rootCA.write(toFile: directory + "/root-ca.pem", atomically: true, encoding: .utf8)
-        var keyLines = ""
-        for key in keys {
-            try SigningKeyGenerator.generate(algorithm: TokenAlgorithm(rawValue: key.algorithm)!, path: directory + "/keys/\(key.kid).pem")
-            keyLines += "    - { kid: \(key.kid), algorithm: \(key.algorithm), file: keys/\(key.kid).pem, active: \(key.active) }\n"
-        }
-        var sections: [String: String] = [
-            "server": "server:\n  listen: \"127.0.0.1:0\"\n  workers: \(workers)\n  shutdown_grace: 2s\n",
-            "admin": "admin:\n  listen: \"127.0.0.1:0\"\n  token_file: admin-token\n",
-            "redis": "redis:\n  url: \(redisURL)\n  timeout: \(redisTimeout)\n",
-            "tokens": "tokens:\n  issuer: https://attestgate.test\n  keys:\n\(keyLines)",
-            "app_attest": "app_attest:\n  root_ca: root-ca.pem\n",
-            "log": "log:\n  level: debug\n",
-            "tiers": "tiers:\n  test: { attest: 1000000, challenge: 1000000, api: 1000000, mad_limit: unlimited }\n",
-            "ip_limits": "ip_limits:\n  challenge: 1000000\n  validate: 1000000\n",
-        ]
-        // Later sections with the same top-level key replace the defaults.
-        var current: String?
-        for line in gatewayYAML.split(separator: "\n", omittingEmptySubsequences: false) {
-            if let first = line.first, first != " ", first != "#", let colon = line.firstIndex(of: ":") {
-                current = String(line[..<colon])
-                sections[current!] = ""
-            }
-            if let current { sections[current, default: ""] += line + "\n" }
-        }
-        let yaml = sections.keys.sorted().map { sections[$0]! }.joined()
-        try yaml.write(toFile: directory + "/gateway.yaml", atomically: true, encoding: .utf8)
-        for (name, body) in tenants {
-            try body.write(toFile: directory + "/tenants/" + name, atomically: true, encoding: .utf8)
-        }
-        for (name, body) in files {
-            try body.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
-        }
+        self.time = time ?? SystemTime()
+        adminToken = config.adminToken
         let logFD = open(directory + "/gateway.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
         let accessFD = open(directory + "/access.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        gateway = try Gateway(configPath: directory + "/gateway.yaml",
+        gateway = try Gateway(configPath: config.gatewayPath,
                               logger: Logger(level: .debug, format: .json, fileDescriptor: logFD),
-                              accessLog: Logger(level: .info, format: .json, fileDescriptor: accessFD))
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: directory)
+                              accessLog: Logger(level: .info, format: .json, fileDescriptor: accessFD), time: time)
     }
 
     public func stop() {
@@ -106,9 +71,7 @@ public final class TestGateway: @unchecked Sendable {
 
     /// Writes (or replaces) a tenant file.
     public func writeTenant(_ name: String, _ yaml: String) throws {
-        let temporary = directory + "/tenants/." + name + ".tmp"
-        try yaml.write(toFile: temporary, atomically: false, encoding: .utf8)
-        rename(temporary, directory + "/tenants/" + name)
+        try config.writeTenant(name, yaml)
     }
 
     /// A request to the public listener.
@@ -144,16 +107,6 @@ public final class TestGateway: @unchecked Sendable {
     }
 }
 
-/// Polls `condition` every 20 ms until it holds or `seconds` pass.
-public func eventually(_ seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return true }
-        usleep(20_000)
-    }
-    return try condition()
-}
-
 extension TestGateway {
     /// `PUT /admin/v1/tenants/{appId}/keys/{keyId}` (keyId given in standard base64).
     public func importKey(appID: String, keyID: String, publicKey: String, counter: Int) throws -> TestResponse {
@@ -165,7 +118,7 @@ extension TestGateway {
 
     /// Stores `challenge` as issued `ageSeconds` ago, exactly as the challenge endpoint would.
     public func putChallenge(appID: String, challenge: String, ageSeconds: Double = 0) throws {
-        let issued = Int64((Date().timeIntervalSince1970 - ageSeconds) * 1000)
+        let issued = time.nowMilliseconds - Int64(ageSeconds * 1000)
         try RedisCLI.run(redisURL, "SET", "ag:{\(appID)}:ch:\(challenge)", String(issued), "PX", "600000")
     }
 

@@ -1,4 +1,5 @@
 import AGDevice
+import AGHTTP
 import AGFormats
 import AGTestSupport
 import Foundation

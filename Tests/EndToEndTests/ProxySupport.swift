@@ -1,4 +1,5 @@
 import AGCrypto
+import AGHTTP
 import AGDevice
 import AGFormats
 import AGJOSE

@@ -1,4 +1,5 @@
 import AGCrypto
+import AGPolicy
 import AGTestSupport
 import Foundation
 import Testing
@@ -14,30 +15,35 @@ struct RateLimitEndToEndTests {
     }
 
     @Test func headersCountDownThen429WithRetryAfter() throws {
+        // A whole second, so every reset below is an exact number of seconds away.
+        let time = ManualTime(microseconds: 1_800_000_000_000_000)
         let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, tier: "five")], gatewayYAML: """
             tiers:
               five: { attest: 5, challenge: 5, api: 5, mad_limit: 10 }
-            """)
+            """, time: time)
         defer { gateway.stop() }
         let client = try HTTPTestClient(port: gateway.port)
+        let started = 1_800_000_000
         for expected in (0..<5).reversed() {
-            let started = Int(Date().timeIntervalSince1970)
             let response = try client.request("GET", "/api/v1/attestation/challenge", headers: headers)
             #expect(response.status == 200)
             #expect(response.header("X-RateLimit-Limit") == "5")
             #expect(response.header("X-RateLimit-Remaining") == String(expected))
             // One token per 12 s: full again (5 - expected) × 12 s from now.
-            let reset = try #require(response.header("X-RateLimit-Reset").flatMap(Int.init))
-            #expect(abs(reset - (started + (5 - expected) * 12)) <= 2)
+            #expect(response.header("X-RateLimit-Reset") == String(started + (5 - expected) * 12))
             #expect(response.header("Retry-After") == nil)
         }
         let limited = try client.request("GET", "/api/v1/attestation/challenge", headers: headers)
         #expect(limited.status == 429)
         #expect(limited.code == "rate_limited")
         #expect(limited.header("X-RateLimit-Remaining") == "0")
-        let retryAfter = try #require(limited.header("Retry-After").flatMap(Int.init))
-        #expect(retryAfter >= 10 && retryAfter <= 12)
+        #expect(limited.header("Retry-After") == "12")
         #expect(try challengeKeys(gateway) == 5, "a rate-limited request stores no challenge")
+        // Five seconds later the token is five seconds closer; twelve seconds after the burst it is back.
+        time.advance(.seconds(5))
+        #expect(try client.request("GET", "/api/v1/attestation/challenge", headers: headers).header("Retry-After") == "7")
+        time.advance(.seconds(7))
+        #expect(try client.request("GET", "/api/v1/attestation/challenge", headers: headers).status == 200)
     }
 
     /// Own Redis: every test's requests come from 127.0.0.1, so IP buckets are shared otherwise.
@@ -92,8 +98,10 @@ struct RateLimitEndToEndTests {
         let tier = "burst-\(teamID.lowercased())"
         let yaml = "tiers:\n  \(tier): { attest: 40, challenge: 40, api: 40, mad_limit: 10 }\n"
         let tenant = ["a.yaml": TestGateway.tenantYAML(teamID: teamID, tier: tier)]
-        let a = try TestGateway(tenants: tenant, gatewayYAML: yaml)
-        let b = try TestGateway(tenants: tenant, gatewayYAML: yaml)
+        // Both instances read one clock that stands still: nothing refills during the burst.
+        let time = ManualTime()
+        let a = try TestGateway(tenants: tenant, gatewayYAML: yaml, time: time)
+        let b = try TestGateway(tenants: tenant, gatewayYAML: yaml, time: time)
         defer { a.stop(); b.stop() }
         let ports = [a.port, b.port]
         let requestHeaders = headers
@@ -110,8 +118,8 @@ struct RateLimitEndToEndTests {
             }
             return try await group.reduce(0, +)
         }
-        // 120 requests; 40 tokens plus at most what refills during the burst (40/min).
-        #expect(allowed >= 40 && allowed <= 42, "allowed \(allowed)")
+        // 120 requests, 40 tokens.
+        #expect(allowed == 40, "allowed \(allowed)")
     }
 
     @Test func aTierChangeOnOneInstanceIsEnforcedByAnotherAndSurvivesRestartAndReload() throws {

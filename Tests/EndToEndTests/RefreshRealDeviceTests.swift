@@ -1,4 +1,5 @@
 import AGCrypto
+import AGPolicy
 import AGTestSupport
 import Foundation
 import Testing
@@ -13,13 +14,13 @@ struct RefreshRealDeviceTests {
         vectors = try RealAssertionVector.load()
     }
 
-    func startGateway(extraGatewayYAML: String = "", tier: String = "free") throws -> TestGateway {
+    func startGateway(extraGatewayYAML: String = "", tier: String = "free", time: (any TimeSource)? = nil) throws -> TestGateway {
         var tenants: [String: String] = [:]
         for vector in vectors where tenants[vector.appID] == nil {
             tenants[vector.appID] = TestGateway.tenantYAML(teamID: vector.teamID, bundleID: vector.bundleID, tier: tier)
         }
         let gateway = try TestGateway(tenants: Dictionary(uniqueKeysWithValues: tenants.map { ("\($0.key).yaml", $0.value) }),
-                                      gatewayYAML: extraGatewayYAML)
+                                      gatewayYAML: extraGatewayYAML, time: time)
         for appID in tenants.keys { try gateway.clearTenantKeys(appID: appID) }
         return gateway
     }
@@ -204,12 +205,13 @@ struct RefreshRealDeviceTests {
     }
 
     @Test func monthlyActiveDeviceQuotaWithGracePeriod() throws {
+        let time = ManualTime()
         let gateway = try startGateway(extraGatewayYAML: """
             tiers:
               tiny: { attest: 1000, challenge: 1000, api: 1000, mad_limit: 1 }
             quotas:
-              grace: 1s
-            """, tier: "tiny")
+              grace: 1h
+            """, tier: "tiny", time: time)
         defer { gateway.stop() }
         let devices = vectors.filter { $0.appID == vectors[0].appID }
         for device in devices.prefix(2) {
@@ -217,7 +219,7 @@ struct RefreshRealDeviceTests {
             let response = try gateway.send("POST", "/api/v1/attestation/refresh", headers: headers(device), body: body(device))
             #expect(response.status == 200, "first device counted, second passes in the grace period: \(response.text)")
         }
-        Thread.sleep(forTimeInterval: 1.1)
+        time.advance(.seconds(3601))
         let third = devices[2]
         try prepare(gateway, third)
         let refused = try gateway.send("POST", "/api/v1/attestation/refresh", headers: headers(third), body: body(third))

@@ -6,8 +6,8 @@ internal import COpenSSL
 /// and freed only in `deinit`. Every signing or verifying call creates its own `EVP_MD_CTX`,
 /// and OpenSSL 3 supports concurrent operations on one `EVP_PKEY` from many threads under
 /// exactly that condition, so one parsed key can be shared read-only by all worker threads.
-final class EVPKey: @unchecked Sendable {
-    let pointer: OpaquePointer
+package final class EVPKey: @unchecked Sendable {
+    package let pointer: OpaquePointer
 
     init(taking pointer: OpaquePointer) {
         self.pointer = pointer

@@ -56,3 +56,42 @@ extension P256 {
         return der
     }
 }
+
+extension P256 {
+    /// The order `n` of the P-256 group, big-endian.
+    static let order: [UInt8] = [
+        0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+        0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+    ]
+    /// `floor(n / 2)`, big-endian: the largest `s` of a low-S signature.
+    static let halfOrder: [UInt8] = [
+        0x7F, 0xFF, 0xFF, 0xFF, 0x80, 0x00, 0x00, 0x00, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+        0xDE, 0x73, 0x7D, 0x56, 0xD3, 0x8B, 0xCF, 0x42, 0x79, 0xDC, 0xE5, 0x61, 0x7E, 0x31, 0x92, 0xA8,
+    ]
+
+    /// Whether the raw (`r || s`) signature has `s <= n/2`.
+    ///
+    /// ECDSA accepts both `(r, s)` and `(r, n - s)`; a verifier that wants one spelling per
+    /// signed message refuses the high one. Anything but 64 bytes is not low-S.
+    public static func isLowS(rawSignature raw: [UInt8]) -> Bool {
+        guard raw.count == rawSignatureByteCount else { return false }
+        for index in 0..<32 where raw[32 + index] != halfOrder[index] {
+            return raw[32 + index] < halfOrder[index]
+        }
+        return true
+    }
+
+    /// The same signature with `s` replaced by `n - s` when `s > n/2`; low-S signatures and
+    /// anything that is not 64 bytes come back unchanged.
+    public static func lowSNormalized(rawSignature raw: [UInt8]) -> [UInt8] {
+        guard raw.count == rawSignatureByteCount, !isLowS(rawSignature: raw) else { return raw }
+        var normalized = raw
+        var borrow = 0
+        for index in stride(from: 31, through: 0, by: -1) {
+            let difference = Int(order[index]) - Int(raw[32 + index]) - borrow
+            borrow = difference < 0 ? 1 : 0
+            normalized[32 + index] = UInt8(difference + borrow * 256)
+        }
+        return normalized
+    }
+}

@@ -32,7 +32,7 @@ public enum P256 {
 
     /// A P-256 public key, parsed once and shareable across threads.
     public struct PublicKey: Sendable, Equatable {
-        let key: EVPKey
+        package let key: EVPKey
         /// The uncompressed X9.63 point `0x04 || X || Y` (65 bytes).
         public let x963Representation: [UInt8]
 
@@ -94,15 +94,17 @@ public enum P256 {
 
     /// A P-256 private key, parsed once and shareable across threads.
     public struct PrivateKey: Sendable {
-        let key: EVPKey
+        package let key: EVPKey
         /// The matching public key.
         public let publicKey: PublicKey
 
         init(validated key: EVPKey, operation: String) throws(CryptoError) {
             try P256.requireP256(key, operation: operation)
             self.key = key
-            // The public half gets its own EVP_PKEY so that verifying never touches private material.
-            self.publicKey = try PublicKey(derRepresentation: key.publicKeyDER(operation: operation))
+            // The public half gets its own EVP_PKEY so that verifying never touches private material;
+            // built from the point, which skips OpenSSL's slower SubjectPublicKeyInfo decoder (one
+            // ephemeral key is made per Platform SSO response).
+            self.publicKey = try PublicKey(x963Representation: P256.x963(of: key, operation: operation))
         }
 
         /// A new random key.
@@ -130,9 +132,10 @@ public enum P256 {
             try key.signSHA256(message, operation: "P256.PrivateKey.signature(for:)")
         }
 
-        /// ECDSA signature over SHA-256(`message`) in JWS form: `r || s`, 32 bytes each.
+        /// ECDSA signature over SHA-256(`message`) in JWS form: `r || s`, 32 bytes each, always
+        /// low-S (`s <= n/2`), so that a token this key signs has exactly one spelling.
         public func rawSignature<M: Sequence>(for message: M) throws(CryptoError) -> [UInt8] where M.Element == UInt8 {
-            try P256.rawSignature(fromDER: signature(for: message))
+            P256.lowSNormalized(rawSignature: try P256.rawSignature(fromDER: signature(for: message)))
         }
     }
 }

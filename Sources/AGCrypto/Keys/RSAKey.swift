@@ -14,7 +14,7 @@ public enum RSAKey {
 
     /// An RSA public key, parsed once and shareable across threads.
     public struct PublicKey: Sendable, Equatable {
-        let key: EVPKey
+        package let key: EVPKey
         /// The modulus, unsigned big-endian without leading zeros (JWK `n`).
         public let modulus: [UInt8]
         /// The public exponent, unsigned big-endian without leading zeros (JWK `e`).
@@ -62,7 +62,7 @@ public enum RSAKey {
 
     /// An RSA private key, parsed once and shareable across threads.
     public struct PrivateKey: Sendable {
-        let key: EVPKey
+        package let key: EVPKey
         /// The matching public key.
         public let publicKey: PublicKey
 

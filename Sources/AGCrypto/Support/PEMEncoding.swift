@@ -1,10 +1,10 @@
 /// Renders DER as PEM text (RFC 7468: base64 in 64-character lines).
 ///
 /// Kept here rather than in the formats module because that module depends on this one.
-enum PEMEncoding {
+package enum PEMEncoding {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
-    static func encode(label: String, der: [UInt8]) -> String {
+    package static func encode(label: String, der: [UInt8]) -> String {
         var base64 = [UInt8]()
         base64.reserveCapacity((der.count + 2) / 3 * 4)
         var index = 0

@@ -6,7 +6,7 @@ internal import COpenSSL
 /// only in `deinit`; OpenSSL only reads it during chain building and extension lookups (its
 /// internal caches are filled under OpenSSL's own lock), so sharing it between threads is safe.
 public final class X509Certificate: @unchecked Sendable {
-    let pointer: OpaquePointer
+    package let pointer: OpaquePointer
     /// The certificate's DER encoding exactly as given.
     public let derRepresentation: [UInt8]
 

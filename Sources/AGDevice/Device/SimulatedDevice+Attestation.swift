@@ -1,4 +1,5 @@
 public import AGCrypto
+public import AGDevTools
 import AGFormats
 import Foundation
 

@@ -55,7 +55,13 @@ extension SimulatedDevice {
 
     /// Loads the device saved at `path`, or nil when there is no file.
     public static func load(from path: String) throws(DeviceError) -> SimulatedDevice? {
-        guard let bytes = try PrivateFile.read(path) else { return nil }
+        let stored: [UInt8]?
+        do {
+            stored = try PrivateFile.read(path)
+        } catch {
+            throw .state(path: path, reason: error.reason)
+        }
+        guard let bytes = stored else { return nil }
         let document: JSONValue
         do {
             document = try JSONValue(parsing: bytes)
@@ -69,6 +75,10 @@ extension SimulatedDevice {
     public func save(to path: String) throws(DeviceError) {
         var bytes = try stateDocument().serialized()
         bytes.append(0x0A)
-        try PrivateFile.write(bytes, to: path)
+        do {
+            try PrivateFile.write(bytes, to: path)
+        } catch {
+            throw .state(path: path, reason: error.reason)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import AGHTTP
 import Foundation
 import Synchronization
 

@@ -1,4 +1,5 @@
 public import AGCrypto
+import AGHTTP
 
 /// An error envelope (`{"error", "code", "requestId"}`) the gateway or admin API answered with.
 public struct GatewayRejection: Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,6 @@
 public import AGCrypto
+import AGHTTP
+import AGDevTools
 import AGFormats
 import AGJOSE
 

@@ -35,41 +35,39 @@ public enum Base64 {
         let fullGroups = bytes.count / 3
         let remainder = bytes.count % 3
         let length = fullGroups * 4 + (remainder == 0 ? 0 : (pad ? 4 : remainder + 1))
+        let input = bytes.span
+        let table = alphabet.span
         return String(unsafeUninitializedCapacity: length) { output in
-            bytes.withUnsafeBufferPointer { input in
-                alphabet.withUnsafeBufferPointer { table in
-                    var out = 0
-                    var index = 0
-                    for _ in 0..<fullGroups {
-                        let word = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-                        output[out] = table[Int(word >> 18)]
-                        output[out + 1] = table[Int(word >> 12 & 0x3F)]
-                        output[out + 2] = table[Int(word >> 6 & 0x3F)]
-                        output[out + 3] = table[Int(word & 0x3F)]
-                        out += 4
-                        index += 3
-                    }
-                    if remainder > 0 {
-                        let second = remainder == 2 ? UInt32(input[index + 1]) : 0
-                        let word = UInt32(input[index]) << 16 | second << 8
-                        output[out] = table[Int(word >> 18)]
-                        output[out + 1] = table[Int(word >> 12 & 0x3F)]
-                        out += 2
-                        if remainder == 2 {
-                            output[out] = table[Int(word >> 6 & 0x3F)]
-                            out += 1
-                        } else if pad {
-                            output[out] = UInt8(ascii: "=")
-                            out += 1
-                        }
-                        if pad {
-                            output[out] = UInt8(ascii: "=")
-                            out += 1
-                        }
-                    }
-                    return out
+            var out = 0
+            var index = 0
+            for _ in 0..<fullGroups {
+                let word = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+                output[out] = table[Int(word >> 18)]
+                output[out + 1] = table[Int(word >> 12 & 0x3F)]
+                output[out + 2] = table[Int(word >> 6 & 0x3F)]
+                output[out + 3] = table[Int(word & 0x3F)]
+                out += 4
+                index += 3
+            }
+            if remainder > 0 {
+                let second = remainder == 2 ? UInt32(input[index + 1]) : 0
+                let word = UInt32(input[index]) << 16 | second << 8
+                output[out] = table[Int(word >> 18)]
+                output[out + 1] = table[Int(word >> 12 & 0x3F)]
+                out += 2
+                if remainder == 2 {
+                    output[out] = table[Int(word >> 6 & 0x3F)]
+                    out += 1
+                } else if pad {
+                    output[out] = UInt8(ascii: "=")
+                    out += 1
+                }
+                if pad {
+                    output[out] = UInt8(ascii: "=")
+                    out += 1
                 }
             }
+            return out
         }
     }
 
@@ -98,13 +96,12 @@ public enum Base64 {
     }
 
     private static func decode<D: Sequence>(utf8: D, table: [UInt8], allowPadding: Bool) -> [UInt8]? where D.Element == UInt8 {
-        if let result = utf8.withContiguousStorageIfAvailable({ decode(buffer: $0, table: table, allowPadding: allowPadding) }) {
-            return result
-        }
-        return Array(utf8).withUnsafeBufferPointer { decode(buffer: $0, table: table, allowPadding: allowPadding) }
+        decode(bytes: utf8 as? [UInt8] ?? Array(utf8), table: table, allowPadding: allowPadding)
     }
 
-    private static func decode(buffer input: UnsafeBufferPointer<UInt8>, table: [UInt8], allowPadding: Bool) -> [UInt8]? {
+    private static func decode(bytes: [UInt8], table tableArray: [UInt8], allowPadding: Bool) -> [UInt8]? {
+        let input = bytes.span
+        let table = tableArray.span
         var count = input.count
         if allowPadding, count % 4 == 0, count > 0 {
             // Padding only ever completes the final quantum: at most two `=`.
@@ -117,7 +114,7 @@ public enum Base64 {
         guard remainder != 1 else { return nil }
         let fullGroups = count / 4
         let outputLength = fullGroups * 3 + (remainder == 0 ? 0 : remainder - 1)
-        return table.withUnsafeBufferPointer { table -> [UInt8]? in
+        do {
             var valid = true
             let output = [UInt8](unsafeUninitializedCapacity: outputLength) { output, initialized in
                 var index = 0

@@ -37,23 +37,21 @@ public struct CBORDecoder: Sendable {
 
     /// Decodes exactly one data item spanning all of `input`.
     public func decode(_ input: [UInt8]) throws(CBORError) -> CBORValue {
-        try input.withUnsafeBufferPointer { (buffer) throws(CBORError) -> CBORValue in
-            var reader = Reader(bytes: buffer, maximumDepth: maximumDepth,
-                                requireShortestArguments: requireShortestArguments)
-            let value = try reader.item(depth: 0)
-            guard reader.offset == buffer.count else { throw .trailingBytes }
-            return value
-        }
+        var reader = Reader(bytes: input, maximumDepth: maximumDepth, requireShortestArguments: requireShortestArguments)
+        let value = try reader.item(depth: 0)
+        guard reader.offset == input.count else { throw .trailingBytes }
+        return value
     }
 }
 
+/// A cursor over the input; every read is bounds-checked by the array itself as well.
 private struct Reader {
-    let bytes: UnsafeBufferPointer<UInt8>
+    let bytes: [UInt8]
     let maximumDepth: Int
     let requireShortestArguments: Bool
     var offset = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int, requireShortestArguments: Bool) {
+    init(bytes: [UInt8], maximumDepth: Int, requireShortestArguments: Bool) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
         self.requireShortestArguments = requireShortestArguments
@@ -67,10 +65,10 @@ private struct Reader {
         return bytes[offset]
     }
 
-    mutating func take(_ count: Int) throws(CBORError) -> UnsafeBufferPointer<UInt8> {
+    mutating func take(_ count: Int) throws(CBORError) -> ArraySlice<UInt8> {
         guard count <= remaining else { throw .lengthExceedsInput }
         defer { offset += count }
-        return UnsafeBufferPointer(rebasing: bytes[offset..<(offset + count)])
+        return bytes[offset..<(offset + count)]
     }
 
     /// The integer argument that follows an initial byte with additional info `info`.

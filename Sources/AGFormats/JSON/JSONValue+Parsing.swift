@@ -12,14 +12,12 @@ extension JSONValue {
     /// nesting limited to `maximumDepth`.
     public init<D: Sequence>(parsing utf8: D, maximumDepth: Int = 64) throws(JSONParseError) where D.Element == UInt8 {
         let bytes = utf8 as? [UInt8] ?? Array(utf8)
-        self = try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParseError) -> JSONValue in
-            var parser = JSONParser(bytes: buffer, maximumDepth: maximumDepth)
-            parser.skipWhitespace()
-            let value = try parser.value(depth: 0)
-            parser.skipWhitespace()
-            guard parser.offset == buffer.count else { throw parser.error("unexpected data after the value") }
-            return value
-        }
+        var parser = JSONParser(bytes: bytes, maximumDepth: maximumDepth)
+        parser.skipWhitespace()
+        let value = try parser.value(depth: 0)
+        parser.skipWhitespace()
+        guard parser.offset == bytes.count else { throw parser.error("unexpected data after the value") }
+        self = value
     }
 
     /// Parses JSON text given as a string.
@@ -28,12 +26,13 @@ extension JSONValue {
     }
 }
 
+/// A cursor over the input; every read is bounds-checked by the array itself as well.
 private struct JSONParser {
-    let bytes: UnsafeBufferPointer<UInt8>
+    let bytes: [UInt8]
     let maximumDepth: Int
     var offset = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
+    init(bytes: [UInt8], maximumDepth: Int) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
     }
@@ -50,16 +49,11 @@ private struct JSONParser {
         }
     }
 
-    mutating func expect(_ literal: StaticString) throws(JSONParseError) {
-        let count = literal.utf8CodeUnitCount
-        guard count <= bytes.count - offset,
-              memcmpEqual(literal.utf8Start, count) else { throw error("invalid literal") }
-        offset += count
-    }
-
-    private func memcmpEqual(_ pointer: UnsafePointer<UInt8>, _ count: Int) -> Bool {
-        for index in 0..<count where bytes[offset + index] != pointer[index] { return false }
-        return true
+    mutating func expect(_ literal: String) throws(JSONParseError) {
+        let utf8 = literal.utf8
+        guard utf8.count <= bytes.count - offset,
+              bytes[offset..<(offset + utf8.count)].elementsEqual(utf8) else { throw error("invalid literal") }
+        offset += utf8.count
     }
 
     mutating func value(depth: Int) throws(JSONParseError) -> JSONValue {
@@ -155,7 +149,7 @@ private struct JSONParser {
             if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { offset += 1 }
             guard digits() > 0 else { throw error("expected an exponent digit") }
         }
-        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<offset]), as: UTF8.self)
+        let text = String(decoding: bytes[start..<offset], as: UTF8.self)
         if isInteger, let integer = Int64(text) {
             return .integer(integer)
         }
@@ -191,14 +185,13 @@ private struct JSONParser {
             offset += 1
         }
         if current == UInt8(ascii: "\"") {
-            let slice = UnsafeBufferPointer(rebasing: bytes[start..<offset])
-            guard let text = String(validating: slice, as: UTF8.self) else {
+            guard let text = String(validating: bytes[start..<offset], as: UTF8.self) else {
                 throw JSONParseError(offset: start, reason: "invalid UTF-8")
             }
             offset += 1
             return text
         }
-        var utf8 = Array(UnsafeBufferPointer(rebasing: bytes[start..<offset]))
+        var utf8 = Array(bytes[start..<offset])
         while true {
             guard let byte = current else { throw error("unterminated string") }
             switch byte {

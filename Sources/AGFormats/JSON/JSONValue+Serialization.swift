@@ -13,7 +13,7 @@ extension JSONValue {
         String(decoding: serialized(), as: UTF8.self)
     }
 
-    private func write(to output: inout [UInt8]) {
+    func write(to output: inout [UInt8]) {
         switch self {
         case .null:
             output.append(contentsOf: "null".utf8)
@@ -52,7 +52,7 @@ extension JSONValue {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    private static func writeString(_ string: String, to output: inout [UInt8]) {
+    static func writeString(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         for byte in string.utf8 {
             switch byte {

@@ -1,3 +1,6 @@
+import AGConfig
+import AGFormats
+import AGPolicy
 import AGHTTP
 
 /// An error answered to a client: HTTP status, stable machine-readable code, message.
@@ -33,7 +36,7 @@ public struct GatewayError: Error, Sendable, Equatable {
         json.add("requestId", requestID)
         json.add("hint", hint)
         for (key, value) in extra { json.add(key, value) }
-        return Array(json.finished().utf8)
+        return json.finishedBytes()
     }
 
     // MARK: The contract's codes

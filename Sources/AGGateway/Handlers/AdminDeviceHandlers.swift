@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import AGAppAttest
 import AGCrypto
 import AGFormats
@@ -59,17 +61,11 @@ enum AdminDeviceHandlers {
                 context.fail(.badRequest("environment must be development or production"))
                 return
             }
-            let now = String(Int64(Date().timeIntervalSince1970 * 1000))
-            let key = DeviceStore.deviceKey(tenant, keyID)
-            let pk = Base64.encode(publicKey.x963Representation)
-            var event = JSONObjectWriter()
-            event.add("type", "restore")
-            event.add("appId", tenant.appID)
-            event.add("keyId", keyID)
-            context.worker.redis.evalScript(AdminScripts.importKey, keys: [key],
-                                            args: [pk, String(counter), environment, now, GatewayEvents.channel, event.finished()]) { result in
+            let imported = ImportedDeviceKey(tenant: tenant, keyID: keyID, publicKey: publicKey.x963Representation,
+                                             counter: UInt32(counter), environment: environment)
+            context.services.deviceAdmin.importKey(imported) { result in
                 if case .failure(let error) = result { return context.storeFailed(error) }
-                context.worker.shared.logger.info("device key imported", [("tenant", .string(tenant.appID)), ("keyId", .string(keyID))])
+                context.services.logger.info("device key imported", [("tenant", .string(tenant.appID)), ("keyId", .string(keyID))])
                 var json = JSONObjectWriter()
                 json.add("keyId", keyID)
                 json.add("counter", Int(counter))
@@ -82,27 +78,25 @@ enum AdminDeviceHandlers {
 
     /// `GET …/keys/{keyId}`: the device record, without anything secret.
     static func readKey(_ context: RequestContext, tenant: Tenant, keyID: String) {
-        context.worker.redis.send(["HGETALL", DeviceStore.deviceKey(tenant, keyID)]) { result in
+        context.services.deviceAdmin.read(tenant: tenant, keyID: keyID) { result in
             switch result {
             case .failure(let error):
                 context.storeFailed(error)
-            case .success(let value):
-                guard let fields = value.hashFields, let pk = fields["pk"] else {
-                    context.fail(GatewayError(status: 404, code: "not_found", message: "no device with this key id"))
-                    return
-                }
+            case .success(nil):
+                context.fail(GatewayError(status: 404, code: "not_found", message: "no device with this key id"))
+            case .success(let record?):
                 var json = JSONObjectWriter()
                 json.add("keyId", keyID)
-                json.add("publicKey", pk)
-                json.add("counter", Int(fields["ctr"] ?? "0") ?? 0)
-                json.add("revoked", fields["rev"] == "1")
-                json.add("environment", fields["env"])
-                json.add("subjectId", fields["subj"])
-                if let created = fields["created"].flatMap(Double.init) {
-                    json.add("createdAt", ISO8601.string(Date(timeIntervalSince1970: created / 1000)))
+                json.add("publicKey", record.publicKey)
+                json.add("counter", record.counter)
+                json.add("revoked", record.revoked)
+                json.add("environment", record.environment)
+                json.add("subjectId", record.subjectID)
+                if let created = record.createdMilliseconds {
+                    json.add("createdAt", UTCDateTime(unixMilliseconds: created).iso8601())
                 }
-                if let seen = fields["seen"].flatMap(Double.init) {
-                    json.add("lastSeenAt", ISO8601.string(Date(timeIntervalSince1970: seen / 1000)))
+                if let seen = record.lastSeenMilliseconds {
+                    json.add("lastSeenAt", UTCDateTime(unixMilliseconds: seen).iso8601())
                 }
                 context.respond(status: 200, json: json.finished())
             }
@@ -111,20 +105,18 @@ enum AdminDeviceHandlers {
 
     /// `POST …/keys/{keyId}/revoke`.
     static func revoke(_ context: RequestContext, tenant: Tenant, keyID: String) {
-        var event = JSONObjectWriter()
-        event.add("type", "revoke")
-        event.add("appId", tenant.appID)
-        event.add("keyId", keyID)
-        context.worker.redis.evalScript(AdminScripts.revoke, keys: [DeviceStore.deviceKey(tenant, keyID)],
-                                        args: [GatewayEvents.channel, event.finished()]) { result in
+        context.services.deviceAdmin.revoke(tenant: tenant, keyID: keyID) { result in
             switch result {
             case .failure(let error):
                 context.storeFailed(error)
-            case .success(let value) where value.int == 0:
+            case .success(false):
                 context.fail(GatewayError(status: 404, code: "not_found", message: "no device with this key id"))
-            case .success:
-                context.worker.shared.logger.info("device revoked", [("tenant", .string(tenant.appID)), ("keyId", .string(keyID))])
-                context.respond(status: 200, json: "{\"keyId\":\"\(keyID)\",\"revoked\":true}")
+            case .success(true):
+                context.services.logger.info("device revoked", [("tenant", .string(tenant.appID)), ("keyId", .string(keyID))])
+                var json = JSONObjectWriter()
+                json.add("keyId", keyID)
+                json.add("revoked", true)
+                context.respond(status: 200, json: json.finished())
             }
         }
     }
@@ -141,8 +133,7 @@ enum AdminDeviceHandlers {
                 return
             }
             let json = value.serializedString()
-            let key = DeviceStore.subjectKey(tenant, uuid.uuidString.lowercased())
-            context.worker.redis.send(["SET", key, json]) { result in
+            context.services.deviceAdmin.setSubscription(tenant: tenant, subjectID: uuid.uuidString.lowercased(), json: json) { result in
                 if case .failure(let error) = result { return context.storeFailed(error) }
                 context.respond(status: 200, json: "{\"subjectId\":\"\(uuid.uuidString.lowercased())\",\"subscription\":\(json)}")
             }
@@ -151,39 +142,33 @@ enum AdminDeviceHandlers {
 
     /// `GET …/usage`: monthly active devices, limit and grace state for the current month.
     static func usage(_ context: RequestContext, tenant: Tenant) {
-        let month = DeviceStore.month()
         let tier = context.effectiveTier(tenant)
         let grace = context.snapshot.gateway.quotas.grace
-        context.worker.redis.send(["SCARD", DeviceStore.madKey(tenant, month)]) { result in
-            guard case .success(let countValue) = result else {
+        context.services.deviceAdmin.usage(tenant: tenant) { result in
+            guard case .success(let usage) = result else {
                 if case .failure(let error) = result { context.storeFailed(error) }
                 return
             }
-            context.worker.redis.send(["GET", DeviceStore.graceKey(tenant, month)]) { result in
-                guard case .success(let graceValue) = result else {
-                    if case .failure(let error) = result { context.storeFailed(error) }
-                    return
-                }
-                var json = JSONObjectWriter()
-                json.add("month", String(month.prefix(4)) + "-" + String(month.suffix(2)))
-                json.add("tier", tier.name)
-                json.add("activeDevices", Int(countValue.int ?? 0))
-                switch tier.madLimit {
-                case .limited(let limit): json.add("limit", limit)
-                case .unlimited: json.add("limit", "unlimited")
-                }
-                if let started = graceValue.string.flatMap(Double.init) {
-                    let ends = started / 1000 + grace.seconds
-                    json.add("graceStartedAt", ISO8601.string(Date(timeIntervalSince1970: started / 1000)))
-                    json.add("graceEndsAt", ISO8601.string(Date(timeIntervalSince1970: ends)))
-                    json.add("inGrace", Date().timeIntervalSince1970 <= ends)
-                    json.add("exceeded", Date().timeIntervalSince1970 > ends)
-                } else {
-                    json.add("inGrace", false)
-                    json.add("exceeded", false)
-                }
-                context.respond(status: 200, json: json.finished())
+            var json = JSONObjectWriter()
+            json.add("month", String(usage.month.prefix(4)) + "-" + String(usage.month.suffix(2)))
+            json.add("tier", tier.name)
+            json.add("activeDevices", usage.activeDevices)
+            switch tier.madLimit {
+            case .limited(let limit): json.add("limit", limit)
+            case .unlimited: json.add("limit", "unlimited")
             }
+            if let started = usage.graceStartedMilliseconds {
+                let ends = started + grace.milliseconds
+                let now = context.services.time.nowMilliseconds
+                json.add("graceStartedAt", UTCDateTime(unixMilliseconds: started).iso8601())
+                json.add("graceEndsAt", UTCDateTime(unixMilliseconds: ends).iso8601())
+                json.add("inGrace", now <= ends)
+                json.add("exceeded", now > ends)
+            } else {
+                json.add("inGrace", false)
+                json.add("exceeded", false)
+            }
+            context.respond(status: 200, json: json.finished())
         }
     }
 }

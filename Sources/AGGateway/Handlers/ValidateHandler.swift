@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import AGAppAttest
 import AGCrypto
 import AGFormats
@@ -20,55 +22,48 @@ enum ValidateHandler {
     private static func prepare(_ context: RequestContext, tenant: Tenant, request: ValidateRequest) {
         let gateway = context.snapshot.gateway
         let tier = context.effectiveTier(tenant)
-        let month = DeviceStore.month()
-        context.worker.devices.prepareAttestation(
-            tenant: tenant, keyID: request.keyID, challengeKey: ChallengeStore.key(tenant: tenant, challenge: request.challenge),
-            month: month, challengeTTL: gateway.challenge.ttl, madLimit: tier.madLimit, grace: gateway.quotas.grace
-        ) { result in
+        let preparation = AttestationPreparation(tenant: tenant, keyID: request.keyID, challenge: request.challenge,
+                                                 challengeTTL: gateway.challenge.ttl, madLimit: tier.madLimit,
+                                                 grace: gateway.quotas.grace)
+        context.services.devices.prepareAttestation(preparation) { result in
             switch result {
             case .failure(let error):
                 context.storeFailed(error)
-            case .success(.refused(let error)):
-                context.fail(error)
+            case .success(.refused(let refusal)):
+                context.fail(refusal.error)
             case .success(.ready(let knownSubjectID)):
-                verify(context, tenant: tenant, request: request, month: month, knownSubjectID: knownSubjectID, tier: tier)
+                verify(context, tenant: tenant, request: request, knownSubjectID: knownSubjectID, tier: tier)
             }
         }
     }
 
-    private static func verify(_ context: RequestContext, tenant: Tenant, request: ValidateRequest, month: String,
+    private static func verify(_ context: RequestContext, tenant: Tenant, request: ValidateRequest,
                                knownSubjectID: String?, tier: RateTier) {
-        let worker = context.worker
-        let verifier = AttestationVerifier(trustedRoots: context.snapshot.appAttestRoots.trusted)
+        let services = context.services
+        let time = services.time
+        let verifier = AttestationVerifier(trustedRoots: context.snapshot.appAttestRoots.trusted) {
+            Date(timeIntervalSince1970: time.nowSeconds)
+        }
         let attested: AttestedKey
         do {
             attested = try verifier.verify(attestationObject: request.attestationObject, clientDataHash: request.clientDataHash,
                                            keyID: request.keyIDBytes, appID: tenant.appID, environment: tenant.config.environment)
         } catch {
-            worker.shared.logger.info("attestation rejected", [
+            services.logger.info("attestation rejected", [
                 ("tenant", .string(tenant.appID)), ("reason", .string(String(describing: error))),
             ])
             context.fail(ValidateError.appleValidationFailed)
             return
         }
-        worker.devices.commitAttestation(
-            tenant: tenant, keyID: request.keyID, month: month, publicKey: Base64.encode(attested.publicKey.x963Representation),
-            environment: attested.environment.rawValue, receipt: Base64.encode(attested.receipt),
-            subjectID: request.subjectID, knownSubjectID: knownSubjectID
-        ) { result in
-            switch result {
-            case .failure(let error):
-                context.storeFailed(error)
-            case .success(.refused(let status)):
-                // Revoked between prepare and commit.
-                context.fail(RefreshError.error(for: status))
-            case .success(.committed(let subjectID, let subscription, let newlyCounted, let monthlyCount)):
-                if newlyCounted { QuotaWarnings.check(context, tenant: tenant, tier: tier, count: monthlyCount) }
-                worker.shared.logger.info("device attested", [
+        let commit = AttestationCommit(tenant: tenant, keyID: request.keyID, publicKey: attested.publicKey.x963Representation,
+                                       environment: attested.environment.rawValue, receipt: attested.receipt,
+                                       subjectID: request.subjectID, knownSubjectID: knownSubjectID)
+        services.devices.commitAttestation(commit) { result in
+            // A refusal here means the key was revoked between prepare and commit.
+            TokenResponse.afterCommit(context, result, tenant: tenant, tier: tier, keyID: request.keyID, isValid: true) {
+                services.logger.info("device attested", [
                     ("tenant", .string(tenant.appID)), ("environment", .string(attested.environment.rawValue)),
                 ])
-                RefreshHandler.respond(context, tenant: tenant, keyID: request.keyID, subjectID: subjectID,
-                                       subscription: subscription, isValid: true)
             }
         }
     }

@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import AGCrypto
 import AGFormats
 import Foundation

@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import Synchronization
 
 /// Prometheus counters and histograms shared by all workers.
@@ -61,7 +63,7 @@ public final class MetricsRegistry: Sendable {
 }
 
 /// One worker's metrics. Recorded on the worker's loop; read by scrapes.
-final class WorkerMetrics: Sendable {
+final class WorkerMetrics: MetricsSink, Sendable {
     static let latencyBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
     /// The labels of `attestgate_requests_total`, kept apart so that counting a request builds
@@ -87,7 +89,7 @@ final class WorkerMetrics: Sendable {
 
     let state = Mutex(State())
 
-    func increment(_ series: String, by amount: Int = 1) {
+    func increment(_ series: String, by amount: Int) {
         state.withLock { $0.counters[series, default: 0] += amount }
     }
 

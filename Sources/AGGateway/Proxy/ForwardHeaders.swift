@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import AGHTTP
 
 /// What a tenant's forwarded requests look like, derived once per snapshot from its

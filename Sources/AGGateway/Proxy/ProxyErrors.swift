@@ -1,3 +1,6 @@
+import AGConfig
+import AGPolicy
+
 /// The proxy's contract errors (DESIGN section 6).
 extension GatewayError {
     static let tokenMissing: GatewayError = {

@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import AGEventLoop
 import AGFormats
 import AGRedis
@@ -21,16 +23,19 @@ import AGRedis
 ///
 /// Entries are dropped once every token of the device that predates the revocation has
 /// expired (`retention`). Loop thread only.
-final class RevocationWatcher {
+final class RevocationWatcher: RevocationState {
     private var revoked: [String: ContinuousClock.Instant] = [:]
+    /// The worker's command connection, for the one-off checks of tokens not seen yet.
+    private let redis: RedisClient
     /// Increases whenever the subscription (re)connects; see the type's comment.
     private(set) var epoch = 0
     private var subscriber: RedisSubscriber?
 
-    /// Subscribes to `channel` on `eventBase`; `retention` gives the current longest token
-    /// lifetime plus leeway, read when entries are pruned.
-    init(url: RedisURL, loop: EventLoop, channel: String, timeout: Duration, logger: Logger,
+    /// Subscribes to `channel` on `loop`; `retention` gives the current longest token lifetime
+    /// plus leeway, read when entries are pruned. `redis` answers `checkStore`.
+    init(url: RedisURL, loop: EventLoop, redis: RedisClient, channel: String, timeout: Duration, logger: any LogSink,
          retention: @escaping () -> Duration) {
+        self.redis = redis
         let subscriber = RedisSubscriber(url: url, loop: loop, channels: [channel], timeout: timeout) {
             [weak self] message in
             guard let self, let event = Self.deviceEvent(in: message.payload) else { return }
@@ -55,6 +60,12 @@ final class RevocationWatcher {
 
     func markRevoked(appID: String, keyID: String) {
         revoked[Self.key(appID, keyID)] = .now
+    }
+
+    func checkStore(tenant: Tenant, keyID: String, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
+        redis.send(["HGET", RedisDeviceStore.deviceKey(tenant, keyID), "rev"]) { result in
+            completion(RedisDeviceStore.store(result).map { $0.string == "1" })
+        }
     }
 
     /// Unsubscribes; must run on the loop before its `event_base` goes away.

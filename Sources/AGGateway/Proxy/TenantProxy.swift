@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import AGHTTP
 
 /// Everything the proxy needs about one tenant, assembled when the snapshot is built: the

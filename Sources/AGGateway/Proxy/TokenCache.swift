@@ -1,3 +1,6 @@
+import AGConfig
+import AGPolicy
+
 /// A worker's bounded cache of signature-verified tokens, keyed by the token string.
 ///
 /// A hit skips the signature check (the dominant cost of a proxied request); everything that

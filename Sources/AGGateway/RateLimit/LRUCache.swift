@@ -1,3 +1,6 @@
+import AGConfig
+import AGPolicy
+
 /// A dictionary that holds at most `capacity` entries and evicts the least recently used.
 ///
 /// Entries live in one array linked into a recency list by index, so lookups, updates and

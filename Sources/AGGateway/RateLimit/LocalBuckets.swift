@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import Synchronization
 
 /// In-process token buckets, one per key for the whole instance, used while Redis is
@@ -9,17 +11,16 @@ import Synchronization
 /// fallback mode, never on the Redis path.
 public final class LocalBuckets: Sendable {
     private let buckets: Mutex<LRUCache<String, TokenBucket>>
-    private let clock: @Sendable () -> Int64
+    private let time: any TimeSource
 
-    /// - Parameter clock: Unix microseconds; the wall clock unless a test injects one.
-    public init(capacity: Int = 100_000, clock: @escaping @Sendable () -> Int64 = TokenBucket.wallClockMicroseconds) {
+    public init(capacity: Int = 100_000, time: any TimeSource) {
         buckets = Mutex(LRUCache(capacity: capacity))
-        self.clock = clock
+        self.time = time
     }
 
     /// Takes a token from every bucket in `checks`, or from none (see `TokenBucket.takeAll`).
     public func take(_ checks: [BucketCheck]) -> (allowed: Bool, decisions: [TokenBucket.Decision]) {
-        let now = clock()
+        let now = time.nowMicroseconds
         let limits = checks.map(\.limitPerMinute)
         return buckets.withLock { cache in
             var taken = checks.map { check in

@@ -1,25 +1,6 @@
+import AGConfig
+import AGPolicy
 import AGRedis
-
-/// What a limited route does when Redis cannot answer.
-public enum RateLimitFallback: Sendable, Hashable {
-    /// Refuse (`.storeUnavailable`): attestation routes, which need Redis anyway.
-    case failClosed
-    /// Enforce the limits with this instance's `LocalBuckets`.
-    case local
-    /// Let the request through unmetered.
-    case allow
-    /// Refuse (`.storeUnavailable`).
-    case deny
-
-    /// The behaviour `rate_limits.on_store_error` asks for.
-    public init(_ policy: StoreErrorPolicy) {
-        switch policy {
-        case .local: self = .local
-        case .allow: self = .allow
-        case .deny: self = .deny
-        }
-    }
-}
 
 /// One bucket's decision, with the check it answers.
 public struct BucketDecision: Sendable, Hashable {
@@ -83,7 +64,7 @@ public enum RateLimitOutcome: Sendable, Hashable {
 /// connected, timeout, error reply) applies the caller's `RateLimitFallback`; the next
 /// successful call returns to Redis. Each switch is logged once and reported to
 /// `onModeChange`, so a dead Redis costs one log line, not one per request.
-public final class RateLimiter {
+public final class RateLimiter: Limiter {
     /// Where decisions currently come from.
     public enum Mode: String, Sendable, Hashable {
         case redis
@@ -92,17 +73,20 @@ public final class RateLimiter {
     }
 
     public private(set) var mode: Mode = .redis
-    /// Called on each switch, e.g. to count `attestgate_ratelimit_mode_switches_total{to=…}`.
+    /// Called on each switch, e.g. to count `attestgate_ratelimit_mode_switches_total{mode=…}`.
     public var onModeChange: ((Mode) -> Void)?
 
     private let redis: RedisClient
     private let localBuckets: LocalBuckets
+    private let time: any TimeSource
     private let logger: Logger
 
     /// - Parameter localBuckets: the instance's shared fallback buckets.
-    public init(redis: RedisClient, localBuckets: LocalBuckets, logger: Logger, onModeChange: ((Mode) -> Void)? = nil) {
+    public init(redis: RedisClient, localBuckets: LocalBuckets, time: any TimeSource, logger: Logger,
+                onModeChange: ((Mode) -> Void)? = nil) {
         self.redis = redis
         self.localBuckets = localBuckets
+        self.time = time
         self.logger = logger
         self.onModeChange = onModeChange
     }
@@ -113,7 +97,8 @@ public final class RateLimiter {
                       completion: @escaping (RateLimitOutcome) -> Void) {
         precondition(!checks.isEmpty, "a rate-limit check needs at least one bucket")
         let limits = checks.map(\.limitPerMinute)
-        redis.evalScript(RateLimitScript.script, keys: checks.map(\.key), args: limits.map(String.init)) { result in
+        redis.evalScript(RateLimitScript.script, keys: checks.map(\.key),
+                         args: RateLimitScript.arguments(checks, now: time.nowMicroseconds)) { result in
             switch result {
             case .success(let reply):
                 guard let (allowed, decisions) = RateLimitScript.decisions(from: reply, limits: limits) else {
@@ -132,7 +117,7 @@ public final class RateLimiter {
 
     private func fallbackOutcome(_ checks: [BucketCheck], _ fallback: RateLimitFallback) -> RateLimitOutcome {
         switch fallback {
-        case .failClosed, .deny:
+        case .refuse:
             return .storeUnavailable
         case .allow:
             return .allowed(nil)

@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import AGRedis
 
 /// The admin API's tier changes. Each one writes its hash and publishes the change on

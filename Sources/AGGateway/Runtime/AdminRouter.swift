@@ -1,13 +1,15 @@
+import AGConfig
+import AGPolicy
 import AGEventLoop
 import AGCrypto
 import AGHTTP
 
 /// Dispatches admin-listener requests. Every call needs `Authorization: Bearer <admin token>`.
 struct AdminRouter {
-    unowned let worker: Worker
+    let services: RouteServices
 
-    func handle(_ request: HTTPServerRequest) {
-        let context = RequestContext(request: request, snapshot: worker.shared.snapshots.snapshot, worker: worker)
+    func handle(_ request: any ServerExchange) {
+        let context = RequestContext(request: request, services: services)
         context.route = "admin"
         guard authorized(context) else {
             var error = GatewayError.unauthorized
@@ -19,20 +21,20 @@ struct AdminRouter {
         switch (request.method, path) {
         case ("GET", "/metrics"):
             context.route = "metrics"
-            context.respond(status: 200, body: Array(worker.shared.metrics.render().utf8),
+            context.respond(status: 200, body: Array(services.metricsText().utf8),
                             contentType: "text/plain; version=0.0.4")
         case ("POST", "/admin/v1/reload"):
             context.route = "admin_reload"
             reload(context)
         case ("GET", "/admin/v1/tenants"):
             context.route = "admin_tenants"
-            AdminTierHandlers.list(context)
+            AdminTenantHandlers.listTenants(context)
         case ("GET", "/admin/v1/tiers"):
             context.route = "admin_tiers"
-            AdminTierHandlers.listTiers(context)
+            AdminTenantHandlers.listTiers(context)
         case ("PUT", _) where path.hasPrefix("/admin/v1/tiers/"):
             context.route = "admin_tiers"
-            AdminTierHandlers.setTier(context, name: String(path.dropFirst("/admin/v1/tiers/".count)))
+            AdminTenantHandlers.setTier(context, name: String(path.dropFirst("/admin/v1/tiers/".count)))
         default:
             if path.hasPrefix("/admin/v1/tenants/") {
                 tenantCall(context, path.dropFirst("/admin/v1/tenants/".count).split(separator: "/", omittingEmptySubsequences: false))
@@ -53,13 +55,13 @@ struct AdminRouter {
         switch (method, Array(parts.dropFirst())) {
         case ("GET", let rest) where rest.isEmpty:
             context.route = "admin_tenants"
-            AdminTierHandlers.show(context, tenant)
+            AdminTenantHandlers.showTenant(context, tenant)
         case ("PUT", let rest) where rest == ["tier"]:
             context.route = "admin_tier"
-            AdminTierHandlers.setTenantTier(context, tenant)
+            AdminTenantHandlers.setTenantTier(context, tenant)
         case ("DELETE", let rest) where rest == ["tier"]:
             context.route = "admin_tier"
-            AdminTierHandlers.clearTenantTier(context, tenant)
+            AdminTenantHandlers.clearTenantTier(context, tenant)
         case ("PUT", let rest) where rest.count == 2 && rest[0] == "keys",
              ("GET", let rest) where rest.count == 2 && rest[0] == "keys",
              ("POST", let rest) where rest.count == 3 && rest[0] == "keys" && rest[2] == "revoke":
@@ -94,22 +96,15 @@ struct AdminRouter {
 
     /// Reloads off the event loop (on the control thread), then answers on this loop.
     private func reload(_ context: RequestContext) {
-        let loop = worker.loop
-        let shared = worker.shared
-        let box = LoopBound(context, loop: loop)
-        shared.control.execute {
-            let outcome = shared.reload(trigger: "admin")
-            loop.execute {
-                let context = box.value
-                switch outcome {
-                case .success(let generation):
-                    context.respond(status: 200, json: "{\"status\":\"reloaded\",\"generation\":\(generation)}")
-                case .failure(let error):
-                    var gatewayError = GatewayError(status: 400, code: "config_invalid",
-                                                    message: "configuration rejected; the previous one stays in force")
-                    gatewayError.hint = error.lines.joined(separator: "\n")
-                    context.fail(gatewayError)
-                }
+        services.reloader.reload { outcome in
+            switch outcome {
+            case .success(let generation):
+                context.respond(status: 200, json: "{\"status\":\"reloaded\",\"generation\":\(generation)}")
+            case .failure(let error):
+                var gatewayError = GatewayError(status: 400, code: "config_invalid",
+                                                message: "configuration rejected; the previous one stays in force")
+                gatewayError.hint = error.lines.joined(separator: "\n")
+                context.fail(gatewayError)
             }
         }
     }

@@ -1,4 +1,6 @@
 #if canImport(Glibc)
+import AGConfig
+import AGPolicy
 import Glibc
 #endif
 import AGEventLoop
@@ -19,12 +21,17 @@ final class GatewayShared: Sendable {
     let control: EventLoop
     /// Tiers as changed at runtime through the admin API, kept in sync by `TierSync`.
     let tierStore = TierStore()
+    /// "Now" for every decision: the Redis-aligned clock, or the one a test injects.
+    let time: any TimeSource
     /// The in-process buckets `api` limiting falls back to while Redis is down (per instance).
-    let localBuckets = LocalBuckets()
+    let localBuckets: LocalBuckets
     private let reloadGeneration: Mutex<Int>
 
-    init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, accessLog: Logger, control: EventLoop) {
+    init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, accessLog: Logger, control: EventLoop,
+         time: any TimeSource) {
         self.configPath = configPath
+        self.time = time
+        self.localBuckets = LocalBuckets(time: time)
         self.accessLog = accessLog
         self.snapshots = SnapshotStore(snapshot)
         self.metrics = MetricsRegistry()
@@ -121,8 +128,10 @@ public final class Gateway: Sendable {
     }
 
     /// Loads the configuration at `configPath`, binds the listeners and starts the workers.
-    /// `logger` and `accessLog` default to stderr and stdout in the configured format.
-    public init(configPath: String, logger: Logger? = nil, accessLog: Logger? = nil) throws(StartError) {
+    /// `logger` and `accessLog` default to stderr and stdout in the configured format; `time`
+    /// defaults to the host clock aligned on the Redis clock (tests pass a controlled one).
+    public init(configPath: String, logger: Logger? = nil, accessLog: Logger? = nil,
+                time: (any TimeSource)? = nil) throws(StartError) {
         // libevent writes with writev, which raises SIGPIPE when a client or upstream has gone;
         // the write error is handled, so the signal must not kill the process.
         signal(SIGPIPE, SIG_IGN)
@@ -155,8 +164,10 @@ public final class Gateway: Sendable {
         }
         snapshot.warnIfTestCATrusted(logger)
         let control = EventLoop()
+        let aligned = time == nil ? AlignedTime() : nil
         shared = GatewayShared(configPath: configPath, snapshot: snapshot, logger: logger,
-                               accessLog: accessLog ?? Logger(level: .info, format: .json, fileDescriptor: 1), control: control)
+                               accessLog: accessLog ?? Logger(level: .info, format: .json, fileDescriptor: 1), control: control,
+                               time: time ?? aligned!)
         let workerCount = gateway.server.workerCount(cpuCores: ProcessInfo.processInfo.activeProcessorCount)
         var loops: [EventLoop] = []
         let ready = DispatchGroup()
@@ -197,6 +208,10 @@ public final class Gateway: Sendable {
             let tierSync = TierSync(loop: control, redisURL: gateway.redis.url, store: shared.tierStore, logger: logger,
                                     timeout: gateway.redis.subscriptionTimeout)
             control.register(tierSync)
+            if let aligned {
+                control.register(RedisClockAlignment(loop: control, url: gateway.redis.url, time: aligned,
+                                                     timeout: gateway.redis.subscriptionTimeout))
+            }
         }
         logger.info("attestgate serving", [
             ("listen", .string("\(gateway.server.listen.host):\(publicPort)")),
@@ -242,6 +257,7 @@ public final class Gateway: Sendable {
         let control = shared.control
         control.execute {
             control.registered(TierSync.self)?.close()
+            control.registered(RedisClockAlignment.self)?.close()
             control.stop()
         }
     }

@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import Synchronization
 
 /// One immutable, validated view of the configuration plus everything derived from it.
@@ -74,7 +76,7 @@ public final class GatewaySnapshot: Sendable {
 }
 
 /// Holds the snapshot in force; workers read it at request start.
-final class SnapshotStore: Sendable {
+final class SnapshotStore: SnapshotSource, Sendable {
     private let current: Mutex<GatewaySnapshot>
 
     init(_ snapshot: GatewaySnapshot) {

@@ -1,12 +1,13 @@
+import AGConfig
+import AGPolicy
 import AGHTTP
-import Foundation
 
 /// Dispatches public-listener requests: gateway endpoints by exact path, the rest to tenants.
 struct PublicRouter {
-    unowned let worker: Worker
+    let services: RouteServices
 
-    func handle(_ request: HTTPServerRequest) {
-        let context = RequestContext(request: request, snapshot: worker.shared.snapshots.snapshot, worker: worker)
+    func handle(_ request: any ServerExchange) {
+        let context = RequestContext(request: request, services: services)
         switch request.path {
         case "/healthz":
             context.route = "healthz"
@@ -35,7 +36,7 @@ struct PublicRouter {
             headers.add("Cache-Control", "public, max-age=300")
             context.respond(status: 200, body: context.snapshot.tokenKeys.jwksBody, contentType: "application/json", headers: headers)
         default:
-            worker.proxyHandler.handle(context)
+            ProxyHandler.handle(context)
         }
     }
 
@@ -50,15 +51,10 @@ struct PublicRouter {
 
     /// Ready when a configuration is loaded (always, once serving) and Redis answers a PING.
     private func readiness(_ context: RequestContext) {
-        guard worker.redis.isConnected else {
-            context.fail(.storeUnavailable)
-            return
-        }
-        worker.redis.send(["PING"]) { result in
-            switch result {
-            case .success:
+        services.readiness.check { ready in
+            if ready {
                 context.respond(status: 200, json: "{\"status\":\"ready\",\"configGeneration\":\(context.snapshot.generation)}")
-            case .failure:
+            } else {
                 context.fail(.storeUnavailable)
             }
         }

@@ -1,28 +1,30 @@
+import AGConfig
+import AGPolicy
 import AGHTTP
 
 extension RequestContext {
     /// The tenant's tier now: its file tier, or the runtime override, with runtime numbers.
     func effectiveTier(_ tenant: Tenant) -> RateTier {
-        worker.shared.tierStore.effectiveTier(appID: tenant.appID, fileTier: tenant.config.tier, fileTiers: snapshot.gateway.tiers)
+        services.tiers.effectiveTier(appID: tenant.appID, fileTier: tenant.config.tier, fileTiers: snapshot.gateway.tiers)
     }
 
     /// The client's address: the socket peer, or the last address of `X-Forwarded-For` that
     /// is not a trusted proxy when the peer itself is one (`server.trusted_proxies`).
     var clientIP: IPAddress {
         let peer = IPAddress(request.remoteAddress) ?? .v4(0)
-        let trusted = snapshot.gateway.server.trustedProxies
-        guard !trusted.isEmpty, trusted.contains(where: { $0.contains(peer) }) else { return peer }
+        let server = snapshot.gateway.server
+        guard server.trusts(peer) else { return peer }
         let chain = request.headers.values("X-Forwarded-For").flatMap { $0.split(separator: ",") }
             .compactMap { IPAddress(String($0.trimmingASCIISpaces())) }
-        return chain.last { hop in !trusted.contains { $0.contains(hop) } } ?? chain.first ?? peer
+        return chain.last { !server.trusts($0) } ?? chain.first ?? peer
     }
 
     /// Takes a token from every bucket of `route`; answers 429 `rate_limited` or 503 itself,
     /// otherwise calls `next`. The `X-RateLimit-*` headers go on whatever answer follows.
     func rateLimit(_ route: RateLimitedRoute, tenant: Tenant, next: @escaping () -> Void) {
-        let checks = route.checks(appID: tenant.appID, clientIP: clientIP, tier: effectiveTier(tenant),
+        let checks = route.checks(tenant: tenant.bucketKeys, clientIP: { clientIP }, tier: effectiveTier(tenant),
                                   ipLimits: snapshot.gateway.ipLimits)
-        worker.rateLimiter.check(checks, fallback: route.fallback(snapshot.gateway.rateLimits)) { [self] outcome in
+        services.limiter.check(checks, fallback: route.fallback(snapshot.gateway.rateLimits)) { [self] outcome in
             if admit(outcome, tenant: tenant) { next() }
         }
     }
@@ -35,20 +37,15 @@ extension RequestContext {
         case .allowed:
             return true
         case .limited(let bucket):
-            worker.metrics.increment("attestgate_rate_limited_total{tenant=\"\(tenant.appID)\",bucket=\"\(bucket.check.name)\"}")
+            services.metrics.increment(tenant.series.rateLimited(bucket.check.name))
             var error = GatewayError(status: 429, code: "rate_limited",
                                      message: "rate limit exceeded for the \(bucket.check.name) bucket")
             error.headers = [("Retry-After", String(bucket.decision.retryAfter))]
             error.extra = [("limit", bucket.decision.limit), ("retryAfter", bucket.decision.retryAfter)]
             fail(error)
         case .storeUnavailable:
-            storeFailed(RateLimitStoreError())
+            storeFailed(StoreFailure(description: "rate limit store unavailable"))
         }
         return false
     }
-}
-
-/// The limiter could not reach Redis and the route fails closed.
-struct RateLimitStoreError: Error, CustomStringConvertible {
-    var description: String { "rate limit store unavailable" }
 }

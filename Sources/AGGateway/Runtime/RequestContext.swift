@@ -1,12 +1,15 @@
+import AGConfig
+import AGFormats
 import AGHTTP
+import AGPolicy
 
 /// One request as it travels the pipeline: the snapshot it started with, its id, its tenant,
-/// and the headers every answer must carry.
+/// the services it may use, and the headers every answer must carry.
 final class RequestContext {
-    let request: HTTPServerRequest
+    let request: any ServerExchange
     let requestID: String
     let snapshot: GatewaySnapshot
-    unowned let worker: Worker
+    let services: RouteServices
     var tenant: Tenant?
     /// Route label for metrics and the access log (`challenge`, `refresh`, `proxy`, …).
     var route = "none"
@@ -17,11 +20,11 @@ final class RequestContext {
     private var errorCode: String?
     private var answered = false
 
-    init(request: HTTPServerRequest, snapshot: GatewaySnapshot, worker: Worker) {
+    init(request: any ServerExchange, services: RouteServices) {
         self.request = request
-        self.snapshot = snapshot
-        self.worker = worker
-        self.requestID = RequestID.resolve(request.headers["X-Request-ID"], using: &worker.requestIDs)
+        self.services = services
+        self.snapshot = services.snapshots.snapshot
+        self.requestID = services.requestIDs.resolve(request.headers["X-Request-ID"])
     }
 
     /// Answers with a JSON body.
@@ -46,7 +49,14 @@ final class RequestContext {
         errorCode = error.code
         var headers = HTTPHeaders()
         for (name, value) in error.headers { headers.add(name, value) }
-        respond(status: error.status, json: String(decoding: error.body(requestID: requestID), as: UTF8.self), headers: headers)
+        respond(status: error.status, body: error.body(requestID: requestID), contentType: "application/json", headers: headers)
+    }
+
+    /// Answers 503 `store_unavailable` for a store failure, and logs it.
+    func storeFailed(_ failure: any Error) {
+        services.metrics.increment("attestgate_redis_errors_total")
+        services.logger.warn("state store failed", [("route", .string(route)), ("error", .string(String(describing: failure)))])
+        fail(.storeUnavailable)
     }
 
     /// Records metrics and the access log line once the answer is out (also for proxied answers).
@@ -54,10 +64,10 @@ final class RequestContext {
         answered = true
         let seconds = (ContinuousClock.now - request.startedAt).seconds
         let tenantLabel = tenant?.appID ?? ""
-        worker.metrics.recordRequest(tenant: tenantLabel, route: route, status: status, code: errorCode, seconds: seconds)
+        services.metrics.recordRequest(tenant: tenantLabel, route: route, status: status, code: errorCode, seconds: seconds)
         guard snapshot.gateway.log.accessLog else { return }
         var json = JSONObjectWriter()
-        json.add("ts", Logger.timestamp())
+        json.add("ts", services.time.nowUTC.iso8601(fractional: true))
         json.add("type", "access")
         json.add("requestId", requestID)
         json.add("method", request.method)
@@ -69,7 +79,7 @@ final class RequestContext {
         json.add("durationMs", (seconds * 1_000_000).rounded() / 1000)
         if let upstreamSeconds { json.add("upstreamMs", (upstreamSeconds * 1_000_000).rounded() / 1000) }
         json.add("client", request.remoteAddress)
-        worker.accessLog.append(json.finished())
+        services.accessLog.append(json.finished())
     }
 }
 

@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import AGEventLoop
 import AGHTTP
 import Foundation

@@ -1,69 +1,66 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import AGConfig
 import AGEventLoop
 import AGHTTP
+import AGPolicy
 import AGRedis
 
-/// One event loop thread: the public and admin servers, a Redis connection, and the handlers.
+/// One event loop thread: the public and admin servers, a Redis connection, and the services
+/// its handlers use.
 ///
-/// Everything here is created and used on the worker's own thread, so the request path
-/// takes no locks beyond reading the current snapshot.
+/// Everything here is created and used on the worker's own thread. The request path takes
+/// no locks but uncontended ones: reading the current snapshot and the tier overrides, and
+/// the worker's own metrics (which a scrape also reads).
 final class Worker {
     let index: Int
     let loop: EventLoop
     let shared: GatewayShared
-    let metrics: WorkerMetrics
-    let accessLog: AccessLogBuffer
-    /// New request ids (unique, not secret).
-    var requestIDs = RequestIDGenerator()
     let redis: RedisClient
-    let challenges: ChallengeStore
-    let devices: DeviceStore
-    let rateLimiter: RateLimiter
-    /// Keep-alive connections to tenant upstreams.
-    let upstreams: UpstreamPool
-    /// Signature-verified proxy tokens, so a repeated token costs no signature check.
-    let tokenCache = TokenCache()
-    /// Revoked devices, fed by this worker's own `ag:events` subscription.
-    let revocations: RevocationWatcher
+    private let accessLog: AccessLogBuffer
+    private let upstreams: UpstreamPool
+    private let revocations: RevocationWatcher
     private var publicServer: HTTPServer?
     private var adminServer: HTTPServer?
-    private lazy var publicRouter = PublicRouter(worker: self)
-    private lazy var adminRouter = AdminRouter(worker: self)
-    lazy var proxyHandler = ProxyHandler(worker: self)
 
     init(index: Int, loop: EventLoop, shared: GatewayShared, publicSocket: ListeningSocket, adminSocket: ListeningSocket) {
         self.index = index
         self.loop = loop
         self.shared = shared
-        self.metrics = shared.metrics.makeWorkerMetrics()
         let snapshot = shared.snapshots.snapshot
-        self.accessLog = AccessLogBuffer(loop: loop, sink: shared.accessLog)
-        self.redis = RedisClient(url: snapshot.gateway.redis.url, loop: loop, timeout: snapshot.gateway.redis.timeout)
-        self.challenges = ChallengeStore(redis: redis)
-        self.devices = DeviceStore(redis: redis)
-        let workerMetrics = metrics
-        self.rateLimiter = RateLimiter(redis: redis, localBuckets: shared.localBuckets, logger: shared.logger) { mode in
-            workerMetrics.increment("attestgate_ratelimit_mode_switches_total{mode=\"\(mode.rawValue)\"}")
-        }
-        self.upstreams = UpstreamPool(loop: loop)
+        let metrics = shared.metrics.makeWorkerMetrics()
+        accessLog = AccessLogBuffer(loop: loop, sink: shared.accessLog)
+        redis = RedisClient(url: snapshot.gateway.redis.url, loop: loop, timeout: snapshot.gateway.redis.timeout)
+        upstreams = UpstreamPool(loop: loop)
         let snapshots = shared.snapshots
-        self.revocations = RevocationWatcher(url: snapshot.gateway.redis.url, loop: loop,
-                                             channel: GatewayEvents.channel, timeout: snapshot.gateway.redis.subscriptionTimeout,
-                                             logger: shared.logger) {
+        revocations = RevocationWatcher(url: snapshot.gateway.redis.url, loop: loop, redis: redis,
+                                        channel: GatewayEvents.channel, timeout: snapshot.gateway.redis.subscriptionTimeout,
+                                        logger: shared.logger) {
             snapshots.snapshot.longestTokenLifetime
         }
+        let rateLimiter = RateLimiter(redis: redis, localBuckets: shared.localBuckets, time: shared.time,
+                                      logger: shared.logger) { mode in
+            metrics.increment("attestgate_ratelimit_mode_switches_total{mode=\"\(mode.rawValue)\"}")
+        }
+        let devices = RedisDeviceStore(redis: redis, time: shared.time)
+        let services = RouteServices(
+            snapshots: shared.snapshots, time: shared.time, devices: devices, deviceAdmin: devices,
+            challenges: RedisChallengeStore(redis: redis, time: shared.time), limiter: rateLimiter,
+            tiers: RedisTierAdministration(store: shared.tierStore, redis: redis), revocations: revocations,
+            forwarder: UpstreamForwarder(upstreams: upstreams), readiness: RedisHealth(redis: redis),
+            reloader: ControlLoopReloader(shared: shared, loop: loop), metrics: metrics,
+            metricsText: { [registry = shared.metrics] in registry.render() }, logger: shared.logger, accessLog: accessLog,
+            tokenCache: TokenCache(), requestIDs: RequestIDSource())
         let timeouts = snapshot.gateway.server.timeouts
         var configuration = HTTPServerConfiguration()
         configuration.readTimeout = timeouts.read
         configuration.writeTimeout = timeouts.write
         configuration.idleTimeout = timeouts.idle
-        publicServer = HTTPServer(loop: loop, socket: publicSocket, configuration: configuration) { [unowned self] request in
-            self.publicRouter.handle(request)
+        let publicRouter = PublicRouter(services: services)
+        let adminRouter = AdminRouter(services: services)
+        publicServer = HTTPServer(loop: loop, socket: publicSocket, configuration: configuration) { request in
+            publicRouter.handle(request)
         }
-        adminServer = HTTPServer(loop: loop, socket: adminSocket, configuration: configuration) { [unowned self] request in
-            self.adminRouter.handle(request)
+        adminServer = HTTPServer(loop: loop, socket: adminSocket, configuration: configuration) { request in
+            adminRouter.handle(request)
         }
         let logger = shared.logger
         let workerIndex = index
@@ -87,6 +84,43 @@ final class Worker {
         }
         publicServer?.shutdown(grace: grace) { group.done() }
         adminServer?.shutdown(grace: grace) { group.done() }
+    }
+}
+
+/// `/readyz`: Redis answers a `PING` on this worker's connection.
+final class RedisHealth: StoreHealth {
+    private let redis: RedisClient
+
+    init(redis: RedisClient) {
+        self.redis = redis
+    }
+
+    func check(completion: @escaping (Bool) -> Void) {
+        guard redis.isConnected else { return completion(false) }
+        redis.send(["PING"]) { result in
+            if case .success = result { completion(true) } else { completion(false) }
+        }
+    }
+}
+
+/// Reloads on the control thread (off the request loops) and completes on `loop`.
+final class ControlLoopReloader: ConfigReloader {
+    private let shared: GatewayShared
+    private let loop: EventLoop
+
+    init(shared: GatewayShared, loop: EventLoop) {
+        self.shared = shared
+        self.loop = loop
+    }
+
+    func reload(completion: @escaping (Result<Int, ConfigError>) -> Void) {
+        let loop = self.loop
+        let shared = self.shared
+        let box = LoopBound(completion, loop: loop)
+        shared.control.execute {
+            let outcome = shared.reload(trigger: "admin")
+            loop.execute { box.value(outcome) }
+        }
     }
 }
 

@@ -1,26 +1,17 @@
+import AGConfig
+import AGPolicy
 import AGRedis
 
-/// Single-use challenges in Redis: `ag:{APPID}:ch:<challenge>` holds the issue time in ms (Redis
-/// clock), or `used:<ms>` once spent, with a TTL of twice the challenge lifetime so an expired
-/// or used challenge stays distinguishable from one never issued.
-final class ChallengeStore {
+/// Single-use challenges in Redis: `ag:{APPID}:ch:<challenge>` holds the issue time in ms (the
+/// gateway's Redis-aligned clock), or `used:<ms>` once spent, with a TTL of twice the challenge
+/// lifetime so an expired or used challenge stays distinguishable from one never issued.
+final class RedisChallengeStore: ChallengeIssuer {
     private let redis: RedisClient
+    private let time: any TimeSource
 
-    /// Stores a fresh challenge; returns the issue time in Unix ms by the Redis clock.
-    static let issueScript = RedisScript("""
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-        local ok = redis.call('SET', KEYS[1], now, 'PX', ARGV[1], 'NX')
-        if not ok then return -1 end
-        return now
-        """)
-
-    init(redis: RedisClient) {
+    init(redis: RedisClient, time: any TimeSource) {
         self.redis = redis
-    }
-
-    static func key(tenant: Tenant, challenge: String) -> String {
-        tenant.keyPrefix + "ch:" + challenge
+        self.time = time
     }
 
     /// A new random challenge: 32 bytes from the system CSPRNG, hex-encoded.
@@ -41,20 +32,15 @@ final class ChallengeStore {
     }
 
     /// Issues a challenge valid for `ttl`; completes with the challenge and its issue time (ms).
-    func issue(tenant: Tenant, ttl: Duration, completion: @escaping (Result<(challenge: String, issuedAtMs: Int64), RedisError>) -> Void) {
+    func issue(tenant: Tenant, ttl: Duration, completion: @escaping (Result<IssuedChallenge, StoreFailure>) -> Void) {
         let challenge = Self.newChallenge()
         let keepMs = ttl.milliseconds * 2
-        redis.evalScript(Self.issueScript, keys: [Self.key(tenant: tenant, challenge: challenge)], args: [String(keepMs)]) { result in
-            switch result {
-            case .success(let value):
-                guard let issuedAt = value.int, issuedAt > 0 else {
-                    completion(.failure(.server("challenge collision")))
-                    return
-                }
-                completion(.success((challenge, issuedAt)))
-            case .failure(let error):
-                completion(.failure(error))
-            }
+        redis.evalScript(DeviceScripts.issueChallenge, keys: [RedisDeviceStore.challengeKey(tenant, challenge)],
+                         args: [String(time.nowMicroseconds), String(keepMs)]) { result in
+            completion(RedisDeviceStore.store(result).flatMap { value in
+                guard let issuedAt = value.int, issuedAt > 0 else { return .failure(StoreFailure(description: "challenge collision")) }
+                return .success(IssuedChallenge(challenge: challenge, issuedAtMilliseconds: issuedAt))
+            })
         }
     }
 }

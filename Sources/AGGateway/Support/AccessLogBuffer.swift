@@ -1,10 +1,12 @@
+import AGConfig
+import AGPolicy
 import AGEventLoop
 import AGHTTP
 
 /// One worker's access log lines, written in batches: at 32 KiB, or 100 ms after the first
 /// unwritten line (nginx's `access_log … buffer= flush=`), instead of one write(2) per request.
 /// Loop thread only; `flush()` on shutdown.
-final class AccessLogBuffer {
+final class AccessLogBuffer: AccessLogSink {
     private let sink: Logger
     private var pending = ""
     private var timer: EventTimer?

@@ -1,4 +1,7 @@
 #if canImport(Glibc)
+import AGConfig
+import AGFormats
+import AGPolicy
 import Glibc
 #endif
 import Foundation

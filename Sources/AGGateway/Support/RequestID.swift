@@ -1,3 +1,6 @@
+import AGConfig
+import AGPolicy
+
 /// Request identifiers: the client's own when it sent a sane one, else a fresh random UUID.
 public enum RequestID {
     /// Accepts 1–128 characters from `[A-Za-z0-9._:-]`, so an echoed id can never inject
@@ -36,7 +39,12 @@ public enum RequestID {
     }
 
     public static func newUUID<G: RandomNumberGenerator>(using generator: inout G) -> String {
-        var bytes = (0..<2).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        for _ in 0..<2 {
+            let word = generator.next() as UInt64
+            for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+        }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         let hex: [UInt8] = Array("0123456789abcdef".utf8)

@@ -1,8 +1,17 @@
-/// A tenant as requests see it: its configuration plus what is derived from it once per snapshot.
+import AGConfig
+import AGCrypto
+import AGPolicy
+
+/// A tenant as requests see it: its configuration plus everything derived from it once per
+/// snapshot (keys, bucket keys, the RP ID hash, metric series, the proxy's tables).
 final class Tenant: Sendable {
     let config: TenantConfig
-    /// Redis hash tag for this tenant's keys: `{TEAMID.bundle.id}`.
+    /// Redis hash tag for this tenant's keys: `ag:{TEAMID.bundle.id}:`.
     let keyPrefix: String
+    let bucketKeys: TenantBucketKeys
+    /// SHA-256 of the App ID: the RP ID hash every authenticator data must start with.
+    let rpIDHash: [UInt8]
+    let series: TenantSeries
     /// Routes, upstream and header policy for proxied requests; `nil` when it proxies nothing.
     let proxy: TenantProxy?
 
@@ -10,7 +19,40 @@ final class Tenant: Sendable {
 
     init(config: TenantConfig) throws(ConfigError) {
         self.config = config
-        self.keyPrefix = "ag:{\(config.appID)}:"
-        self.proxy = try TenantProxy.make(config)
+        keyPrefix = "ag:{\(config.appID)}:"
+        bucketKeys = TenantBucketKeys(appID: config.appID)
+        rpIDHash = SHA256.hash(Array(config.appID.utf8))
+        series = TenantSeries(appID: config.appID)
+        proxy = try TenantProxy.make(config)
+    }
+
+    /// The check of the tenant's `bucket` on `tier`.
+    func bucket(_ bucket: TenantBucket, tier: RateTier) -> BucketCheck {
+        let limit = switch bucket {
+        case .attest: tier.attest
+        case .challenge: tier.challenge
+        case .api: tier.api
+        }
+        return bucketKeys.check(bucket, limitPerMinute: limit)
+    }
+}
+
+/// A tenant's metric series names, rendered once per snapshot instead of per request.
+struct TenantSeries: Sendable {
+    let tokensIssued: String
+    private let rateLimited: [String: String]
+
+    init(appID: String) {
+        tokensIssued = "attestgate_tokens_issued_total{tenant=\"\(appID)\"}"
+        var limited: [String: String] = [:]
+        for bucket in ["attest", "challenge", "api", "ip-challenge", "ip-validate"] {
+            limited[bucket] = "attestgate_rate_limited_total{tenant=\"\(appID)\",bucket=\"\(bucket)\"}"
+        }
+        rateLimited = limited
+    }
+
+    /// `attestgate_rate_limited_total` for the bucket named `bucket`.
+    func rateLimited(_ bucket: String) -> String {
+        rateLimited[bucket] ?? "attestgate_rate_limited_total{bucket=\"\(bucket)\"}"
     }
 }

@@ -1,3 +1,5 @@
+import AGConfig
+import AGPolicy
 import AGCrypto
 import Foundation
 
@@ -29,19 +31,10 @@ public enum SigningKeyGenerator {
         } catch {
             throw .crypto(String(describing: error))
         }
-        let directory = (path as NSString).deletingLastPathComponent
         do {
-            if !directory.isEmpty {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
-            }
-            guard FileManager.default.createFile(atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw Failure.write(path, "create failed")
-            }
-        } catch let failure as Failure {
-            throw failure
+            try PrivateFile.write(Array(pem.utf8), to: path, replacing: false)
         } catch {
-            throw .write(path, error.localizedDescription)
+            throw error.alreadyExists ? .exists(path) : .write(path, error.reason)
         }
     }
 }

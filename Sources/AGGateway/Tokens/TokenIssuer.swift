@@ -1,5 +1,6 @@
+import AGConfig
+import AGPolicy
 import AGFormats
-import Foundation
 
 /// Mints the gateway's JWTs (DESIGN section 4). Claims without a value are omitted.
 struct TokenIssuer {
@@ -8,12 +9,12 @@ struct TokenIssuer {
 
     struct Issued {
         let token: String
-        let expiresAt: Date
+        /// Unix seconds.
+        let expiresAt: Int64
     }
 
     /// Signs a token for device `keyID` of `tenant`, linked to `subjectID` with `subscription`.
-    func issue(tenant: Tenant, keyID: String, subjectID: String?, subscription: JSONValue?, now: Date = Date()) throws -> Issued {
-        let issuedAt = Int64(now.timeIntervalSince1970)
+    func issue(tenant: Tenant, keyID: String, subjectID: String?, subscription: JSONValue?, nowSeconds issuedAt: Int64) throws -> Issued {
         let lifetime = tenant.config.token.ttl.milliseconds / 1000
         var claims: [String: JSONValue] = [
             "iss": .string(issuer),
@@ -31,6 +32,6 @@ struct TokenIssuer {
         if let subscription { custom["subscription"] = subscription }
         if !custom.isEmpty { claims["custom_claims"] = .object(custom) }
         let token = try keys.signer.sign(claims: claims)
-        return Issued(token: token, expiresAt: Date(timeIntervalSince1970: Double(issuedAt + lifetime)))
+        return Issued(token: token, expiresAt: issuedAt + lifetime)
     }
 }

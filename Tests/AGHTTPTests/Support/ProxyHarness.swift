@@ -1,3 +1,4 @@
+import AGDevTools
 import Foundation
 import Synchronization
 @testable import AGHTTP

@@ -1,0 +1,77 @@
+import FoundationEssentials
+
+/// The loader's only contact with the file system: reading files, listing a directory and
+/// checking that files referenced by the configuration can be opened later.
+public enum ConfigFiles {
+    /// Configuration files larger than this are refused before parsing.
+    public static let maximumFileBytes = 4 << 20
+
+    /// Joins `path` to `directory` unless it is absolute; `directory` may be empty or `.`.
+    public static func resolve(_ path: String, against directory: String) -> String {
+        if path.hasPrefix("/") || directory.isEmpty || directory == "." { return path }
+        return directory.hasSuffix("/") ? directory + path : directory + "/" + path
+    }
+
+    /// The directory part of `path` (`.` for a bare file name).
+    public static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    /// The last path component without its extension.
+    public static func stem(of path: String) -> String {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return name }
+        return String(name[..<dot])
+    }
+
+    public static func isDirectory(_ path: String) -> Bool {
+        var isDirectory = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory
+    }
+
+    /// Why `path` cannot be read as a regular file, or `nil` when it can.
+    public static func unreadableReason(_ path: String) -> String? {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            return "does not exist"
+        }
+        if isDirectory { return "is a directory" }
+        if !FileManager.default.isReadableFile(atPath: path) { return "is not readable (permission denied)" }
+        return nil
+    }
+
+    /// The bytes of a configuration file, or why it cannot be read.
+    public static func read(_ path: String) -> Result<[UInt8], FileProblem> {
+        if let reason = unreadableReason(path) { return .failure(FileProblem(reason: reason)) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(FileProblem(reason: "could not be read"))
+        }
+        guard data.count <= maximumFileBytes else {
+            return .failure(FileProblem(reason: "is larger than \(maximumFileBytes >> 20) MiB"))
+        }
+        return .success([UInt8](data))
+    }
+
+    /// Names of the `*.yaml`/`*.yml` entries of `directory`, sorted, hidden files (editor
+    /// backups, lock files) skipped; or why the directory cannot be listed.
+    public static func yamlFileNames(in directory: String) -> Result<[String], FileProblem> {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            return .failure(FileProblem(reason: "does not exist"))
+        }
+        guard isDirectory else { return .failure(FileProblem(reason: "is not a directory")) }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            return .failure(FileProblem(reason: "cannot be listed (permission denied?)"))
+        }
+        return .success(names.filter { name in
+            !name.hasPrefix(".") && (name.hasSuffix(".yaml") || name.hasSuffix(".yml"))
+        }.sorted())
+    }
+
+    /// Why a file or directory could not be used.
+    public struct FileProblem: Error {
+        public let reason: String
+    }
+}

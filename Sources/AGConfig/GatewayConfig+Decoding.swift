@@ -1,0 +1,313 @@
+import AGYAML
+import AGRedis
+extension GatewayConfig {
+    public static let defaultListen = ListenAddress("0.0.0.0:8080")!
+    public static let defaultAdminListen = ListenAddress("127.0.0.1:9901")!
+    public static let defaultRedis = RedisURL(endpoint: .tcp(host: "127.0.0.1", port: 6379))
+    public static let defaultAdminTokenFile = "../.run/admin-token"
+    public static let defaultRootCAFile = "Apple_App_Attestation_Root_CA.pem"
+
+    private enum Keys {
+        static let root = ["server", "admin", "redis", "tokens", "challenge", "tiers", "ip_limits", "rate_limits",
+                           "quotas", "app_attest", "tenants_dir", "log"]
+        static let server = ["listen", "workers", "max_body_bytes", "max_proxy_body_bytes", "timeouts",
+                             "shutdown_grace", "trusted_proxies", "tls"]
+        static let timeouts = ["read", "write", "idle", "upstream_connect", "upstream_response"]
+        static let tls = ["cert", "key"]
+        static let admin = ["listen", "token_file", "token_env"]
+        static let redis = ["url", "timeout"]
+        static let tokens = ["issuer", "ttl", "leeway", "keys"]
+        static let tokenKey = ["kid", "algorithm", "file", "active"]
+        static let challenge = ["ttl"]
+        static let tier = ["attest", "challenge", "api", "mad_limit"]
+        static let ipLimits = ["challenge", "validate"]
+        static let rateLimits = ["on_store_error"]
+        static let quotas = ["grace", "warn_ratio"]
+        static let appAttest = ["root_ca", "test_ca", "allow_test_ca"]
+        static let log = ["format", "level", "access_log"]
+    }
+
+    /// Decodes `gateway.yaml`; problems go to `decoder`, and defaults stand in for bad values so
+    /// the rest of the file is still checked.
+    public static func decode(_ root: YAMLNode?, sourcePath: String, decoder d: ConfigDecoder) -> GatewayConfig {
+        let directory = ConfigFiles.directory(of: sourcePath)
+        let files = ReferencedFiles(decoder: d, directory: directory)
+        let top = d.rootMapping(root, allowed: Keys.root)
+        return GatewayConfig(
+            sourcePath: sourcePath,
+            server: decodeServer(top["server"], d, files),
+            admin: decodeAdmin(top["admin"], d, files),
+            redis: decodeRedis(top["redis"], d),
+            tokens: decodeTokens(top.required("tokens"), d, files),
+            challenge: ChallengeConfig(ttl: sub(top["challenge"], Keys.challenge, d)?["ttl"]
+                .flatMap { d.duration($0) } ?? .seconds(300)),
+            tiers: decodeTiers(top["tiers"], d),
+            ipLimits: decodeIPLimits(top["ip_limits"], d),
+            rateLimits: RateLimitConfig(onStoreError: sub(top["rate_limits"], Keys.rateLimits, d)?["on_store_error"]
+                .flatMap { d.oneOf($0, StoreErrorPolicy.self) } ?? .local),
+            quotas: decodeQuotas(top["quotas"], d),
+            appAttest: decodeAppAttest(top["app_attest"], d, files),
+            tenantsDirectory: decodeTenantsDirectory(top, d, files),
+            log: decodeLog(top["log"], d))
+    }
+
+    /// A nested section; `nil` when absent or not a mapping (already reported).
+    private static func sub(_ field: ConfigField?, _ allowed: [String], _ d: ConfigDecoder) -> ConfigMapping? {
+        field.flatMap { d.mapping($0, allowed: allowed) }
+    }
+
+    private static func decodeServer(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> ServerConfig {
+        let m = sub(field, Keys.server, d)
+        let timeouts = sub(m?["timeouts"], Keys.timeouts, d)
+        func timeout(_ key: String, _ fallback: Duration) -> Duration {
+            timeouts?[key].flatMap { d.duration($0) } ?? fallback
+        }
+        var tls: TLSFiles?
+        if let tlsMapping = sub(m?["tls"], Keys.tls, d) {
+            let cert = tlsMapping.required("cert").flatMap { files.existing($0, what: "certificate file") }
+            let key = tlsMapping.required("key").flatMap { files.existing($0, what: "private key file") }
+            if let cert, let key { tls = TLSFiles(certificateFile: cert, keyFile: key) }
+        }
+        var proxies: [CIDRBlock] = []
+        if let items = m?["trusted_proxies"].flatMap({ d.sequence($0) }) {
+            proxies = items.compactMap { item in
+                guard let text = d.string(item) else { return nil }
+                guard let block = CIDRBlock(text) else {
+                    var message = "expected an IPv4 or IPv6 address or CIDR block like 10.0.0.0/8 or fd00::/8, got \(ConfigDecoder.quoted(text))"
+                    if let hint = CIDRBlock.networkHint(text), hint != text {
+                        message = "\(ConfigDecoder.quoted(text)) has host bits set; did you mean \(hint)?"
+                    }
+                    d.report(item, message)
+                    return nil
+                }
+                return block
+            }
+        }
+        return ServerConfig(
+            listen: m?["listen"].flatMap { listenAddress($0, d) } ?? defaultListen,
+            workers: m?["workers"].flatMap { d.int($0, in: 0...1_024) } ?? 0,
+            maxBodyBytes: m?["max_body_bytes"].flatMap { d.byteSize($0) } ?? 64 << 10,
+            maxProxyBodyBytes: m?["max_proxy_body_bytes"].flatMap { d.byteSize($0) } ?? 100 << 20,
+            timeouts: ServerTimeouts(
+                read: timeout("read", .seconds(30)),
+                write: timeout("write", .seconds(30)),
+                idle: timeout("idle", .seconds(60)),
+                upstreamConnect: timeout("upstream_connect", .seconds(2)),
+                upstreamResponse: timeout("upstream_response", .seconds(30))),
+            shutdownGrace: m?["shutdown_grace"].flatMap { d.duration($0, allowZero: true) } ?? .seconds(10),
+            trustedProxies: proxies,
+            tls: tls)
+    }
+
+    private static func listenAddress(_ field: ConfigField, _ d: ConfigDecoder) -> ListenAddress? {
+        guard let text = d.string(field) else { return nil }
+        guard let address = ListenAddress(text) else {
+            d.report(field, "expected host:port (IPv6 in brackets, e.g. [::]:8080), got \(ConfigDecoder.quoted(text))")
+            return nil
+        }
+        return address
+    }
+
+    private static func decodeAdmin(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> AdminConfig {
+        let m = sub(field, Keys.admin, d)
+        let tokenEnv = m?["token_env"].flatMap { field -> String? in
+            guard let name = d.string(field) else { return nil }
+            guard name.first.map({ !$0.isNumber }) == true,
+                  name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+            else {
+                d.report(field, "expected an environment variable name (letters, digits, _), got \(ConfigDecoder.quoted(name))")
+                return nil
+            }
+            return name
+        }
+        var tokenFile: String?
+        if let fileField = m?["token_file"] {
+            // With token_env as an alternative source, the file may legitimately be absent.
+            tokenFile = tokenEnv == nil
+                ? files.existing(fileField, what: "admin token file")
+                : d.string(fileField).map { files.resolve($0) }
+        } else if m?.raw("token_env") == nil {
+            let defaultFile = files.resolve(defaultAdminTokenFile)
+            if let reason = ConfigFiles.unreadableReason(defaultFile) {
+                d.report(line: m?.line ?? 1, path: ConfigKeyPath.root.key("admin").key("token_file"),
+                         "admin token file \(ConfigDecoder.quoted(defaultFile)) (the default) \(reason); create it or set admin.token_file or admin.token_env")
+            }
+            tokenFile = defaultFile
+        }
+        return AdminConfig(listen: m?["listen"].flatMap { listenAddress($0, d) } ?? defaultAdminListen,
+                           tokenFile: tokenFile, tokenEnvironmentVariable: tokenEnv)
+    }
+
+    private static func decodeRedis(_ field: ConfigField?, _ d: ConfigDecoder) -> RedisConfig {
+        let m = sub(field, Keys.redis, d)
+        let endpoint = m?["url"].flatMap { field -> RedisURL? in
+            guard let text = d.string(field) else { return nil }
+            guard let endpoint = try? RedisURL(parsing: text) else {
+                // The URL may hold a password: show only its scheme.
+                let scheme = text.firstRange(of: "://").map { String(text[..<$0.lowerBound]) + "://…" } ?? "a value without a scheme"
+                d.report(field, "expected redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N], got \(scheme)")
+                return nil
+            }
+            return endpoint
+        }
+        return RedisConfig(url: endpoint ?? defaultRedis,
+                           timeout: m?["timeout"].flatMap { d.duration($0) } ?? .milliseconds(250))
+    }
+
+    private static func decodeTokens(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> TokenConfig {
+        let m = sub(field, Keys.tokens, d)
+        var keys: [TokenKeyConfig] = []
+        if let m, let keysField = m.required("keys"), let items = d.sequence(keysField) {
+            if items.isEmpty { d.report(line: keysField.keyLine, path: keysField.path, "expected at least one key") }
+            var kidLines: [String: Int] = [:]
+            var activeIndex: Int?
+            for (index, item) in items.enumerated() {
+                guard let km = d.mapping(item, allowed: Keys.tokenKey) else { continue }
+                let kid = km.required("kid").flatMap { field -> String? in
+                    guard let kid = d.string(field) else { return nil }
+                    guard kid.count <= 128, kid.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "\"" }) else {
+                        d.report(field, "expected printable ASCII without spaces or quotes (at most 128 characters)")
+                        return nil
+                    }
+                    if let first = kidLines[kid] {
+                        d.report(field, "duplicate kid \(ConfigDecoder.quoted(kid)) (first used at line \(first))")
+                        return nil
+                    }
+                    kidLines[kid] = field.line
+                    return kid
+                }
+                let algorithm = km["algorithm"].flatMap { d.oneOf($0, TokenAlgorithm.self) } ?? .es256
+                let file = km.required("file").flatMap { files.existing($0, what: "key file") }
+                var isActive = items.count == 1
+                if let activeField = km["active"], let active = d.bool(activeField) {
+                    isActive = active
+                    if active, let first = activeIndex {
+                        d.report(activeField, "only one key may be active; tokens.keys[\(first)] is already active")
+                        isActive = false
+                    }
+                }
+                if isActive, activeIndex == nil { activeIndex = index }
+                if let kid, let file {
+                    keys.append(TokenKeyConfig(kid: kid, algorithm: algorithm, file: file, isActive: isActive))
+                }
+            }
+            if activeIndex == nil, !items.isEmpty {
+                d.report(line: keysField.keyLine, path: keysField.path, "exactly one key must have active: true, found none")
+            }
+        }
+        return TokenConfig(
+            issuer: m?.required("issuer").flatMap { d.string($0) } ?? "",
+            ttl: m?["ttl"].flatMap { d.duration($0) } ?? .seconds(3_600),
+            leeway: m?["leeway"].flatMap { d.duration($0, allowZero: true) } ?? .seconds(30),
+            keys: keys)
+    }
+
+    private static func decodeTiers(_ field: ConfigField?, _ d: ConfigDecoder) -> [String: RateTier] {
+        var tiers = RateTier.builtIn
+        guard let field, let entries = d.entries(field) else { return tiers }
+        for (name, tierField) in entries {
+            guard !name.isEmpty, name.count <= 32,
+                  name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_" || $0 == "-") })
+            else {
+                d.report(line: tierField.keyLine, path: tierField.path,
+                         "tier names use lowercase letters, digits, - and _ (at most 32 characters)")
+                continue
+            }
+            guard let m = d.mapping(tierField, allowed: Keys.tier) else { continue }
+            let base = RateTier.builtIn[name]
+            func limit(_ key: String, _ inherited: Int?) -> Int? {
+                if let inherited, m[key] == nil { return inherited }
+                return m.required(key).flatMap { d.int($0, in: 1...Int.max) }
+            }
+            let attest = limit("attest", base?.attest)
+            let challenge = limit("challenge", base?.challenge)
+            let api = limit("api", base?.api)
+            var madLimit: DeviceLimit?
+            if let base, m["mad_limit"] == nil {
+                madLimit = base.madLimit
+            } else if let madField = m.required("mad_limit") {
+                madLimit = deviceLimit(madField, d)
+            }
+            if let attest, let challenge, let api, let madLimit {
+                tiers[name] = RateTier(name: name, attest: attest, challenge: challenge, api: api, madLimit: madLimit)
+            }
+        }
+        return tiers
+    }
+
+    private static func deviceLimit(_ field: ConfigField, _ d: ConfigDecoder) -> DeviceLimit? {
+        if case .scalar(let scalar) = field.node.content {
+            if scalar.text == "unlimited" { return .unlimited }
+            if case .int(let value) = scalar.resolved, value > 0 { return .limited(value) }
+        }
+        d.report(field, "expected a positive integer or unlimited, got \(ConfigDecoder.describe(field.node))")
+        return nil
+    }
+
+    private static func decodeIPLimits(_ field: ConfigField?, _ d: ConfigDecoder) -> IPLimitConfig {
+        let m = sub(field, Keys.ipLimits, d)
+        return IPLimitConfig(challenge: m?["challenge"].flatMap { d.int($0, in: 1...Int.max) } ?? 120,
+                             validate: m?["validate"].flatMap { d.int($0, in: 1...Int.max) } ?? 30)
+    }
+
+    private static func decodeQuotas(_ field: ConfigField?, _ d: ConfigDecoder) -> QuotaConfig {
+        let m = sub(field, Keys.quotas, d)
+        return QuotaConfig(
+            grace: m?["grace"].flatMap { d.duration($0, allowZero: true) } ?? .seconds(7 * 86_400),
+            warnRatio: m?["warn_ratio"].flatMap { d.double($0, in: 0.01...1, rangeText: "from 0.01 to 1") } ?? 0.8)
+    }
+
+    private static func decodeAppAttest(_ field: ConfigField?, _ d: ConfigDecoder,
+                                        _ files: ReferencedFiles) -> AppAttestConfig {
+        let m = sub(field, Keys.appAttest, d)
+        var rootCA = files.resolve(defaultRootCAFile)
+        if let rootField = m?["root_ca"] {
+            rootCA = files.existing(rootField, what: "root CA file") ?? rootCA
+        } else if let reason = ConfigFiles.unreadableReason(rootCA) {
+            d.report(line: m?.line ?? 1, path: ConfigKeyPath.root.key("app_attest").key("root_ca"),
+                     "root CA file \(ConfigDecoder.quoted(rootCA)) (the default) \(reason)")
+        }
+        return AppAttestConfig(rootCAFile: rootCA,
+                               testCAFile: m?["test_ca"].flatMap { files.existing($0, what: "test CA file") },
+                               allowTestCA: m?["allow_test_ca"].flatMap { d.bool($0) } ?? false)
+    }
+
+    private static func decodeTenantsDirectory(_ top: ConfigMapping, _ d: ConfigDecoder,
+                                               _ files: ReferencedFiles) -> String {
+        let field = top["tenants_dir"]
+        let path = files.resolve(field.flatMap { d.string($0) } ?? "tenants")
+        if !ConfigFiles.isDirectory(path) {
+            d.report(line: field?.line ?? top.line, path: ConfigKeyPath.root.key("tenants_dir"),
+                     "directory \(ConfigDecoder.quoted(path)) does not exist or is not a directory")
+        }
+        return path
+    }
+
+    private static func decodeLog(_ field: ConfigField?, _ d: ConfigDecoder) -> LogConfig {
+        let m = sub(field, Keys.log, d)
+        return LogConfig(format: m?["format"].flatMap { d.oneOf($0, LogFormat.self) } ?? .json,
+                         level: m?["level"].flatMap { d.oneOf($0, LogLevel.self) } ?? .info,
+                         accessLog: m?["access_log"].flatMap { d.bool($0) } ?? true)
+    }
+}
+
+/// Resolves paths named in `gateway.yaml` and checks the files can be opened when serving.
+private struct ReferencedFiles {
+    let decoder: ConfigDecoder
+    let directory: String
+
+    func resolve(_ path: String) -> String {
+        ConfigFiles.resolve(path, against: directory)
+    }
+
+    /// The resolved path of an existing, readable file; contents are checked by whoever uses it.
+    func existing(_ field: ConfigField, what: String) -> String? {
+        guard let path = decoder.string(field) else { return nil }
+        let resolved = resolve(path)
+        if let reason = ConfigFiles.unreadableReason(resolved) {
+            decoder.report(field, "\(what) \(ConfigDecoder.quoted(resolved)) \(reason)")
+            return nil
+        }
+        return resolved
+    }
+}

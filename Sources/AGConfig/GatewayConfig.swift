@@ -1,0 +1,195 @@
+public import AGRedis
+/// The validated contents of `gateway.yaml`, with every default filled in and every relative
+/// path resolved against the directory of `gateway.yaml`.
+public struct GatewayConfig: Sendable {
+    /// `gateway.yaml` as it was found (a directory given to the loader becomes `dir/gateway.yaml`).
+    public let sourcePath: String
+    public let server: ServerConfig
+    public let admin: AdminConfig
+    public let redis: RedisConfig
+    public let tokens: TokenConfig
+    public let challenge: ChallengeConfig
+    /// Every tier by name: the four built-in ones (possibly changed) plus any the file adds.
+    public let tiers: [String: RateTier]
+    public let ipLimits: IPLimitConfig
+    public let rateLimits: RateLimitConfig
+    public let quotas: QuotaConfig
+    public let appAttest: AppAttestConfig
+    /// Resolved `tenants_dir`.
+    public let tenantsDirectory: String
+    public let log: LogConfig
+}
+
+/// `server`: the public listener.
+public struct ServerConfig: Sendable, Hashable {
+    public let listen: ListenAddress
+    /// 0 means one worker per CPU core; see `workerCount(cpuCores:)`.
+    public let workers: Int
+    /// Largest JSON body accepted by the gateway's own endpoints.
+    public let maxBodyBytes: Int
+    /// Largest request body proxied to an upstream.
+    public let maxProxyBodyBytes: Int
+    public let timeouts: ServerTimeouts
+    public let shutdownGrace: Duration
+    /// Peers whose `X-Forwarded-For` is believed.
+    public let trustedProxies: [CIDRBlock]
+    public let tls: TLSFiles?
+
+    /// Workers to start on a machine with `cpuCores` cores.
+    public func workerCount(cpuCores: Int) -> Int {
+        workers > 0 ? workers : max(1, cpuCores)
+    }
+
+    /// Whether `address` is in `trusted_proxies` (its `X-Forwarded-*` are believed).
+    public func trusts(_ address: IPAddress) -> Bool {
+        !trustedProxies.isEmpty && trustedProxies.contains { $0.contains(address) }
+    }
+}
+
+/// `server.timeouts`.
+public struct ServerTimeouts: Sendable, Hashable {
+    public let read: Duration
+    public let write: Duration
+    /// Keep-alive idle time of client connections.
+    public let idle: Duration
+    public let upstreamConnect: Duration
+    public let upstreamResponse: Duration
+}
+
+/// `server.tls`: PEM certificate chain and private key (resolved paths, checked readable).
+public struct TLSFiles: Sendable, Hashable {
+    public let certificateFile: String
+    public let keyFile: String
+}
+
+/// `admin`: the admin listener and where its bearer token comes from.
+public struct AdminConfig: Sendable, Hashable {
+    public let listen: ListenAddress
+    /// Resolved path; `nil` when only `token_env` is configured.
+    public let tokenFile: String?
+    /// Name of an environment variable holding the token.
+    public let tokenEnvironmentVariable: String?
+}
+
+/// `redis`.
+public struct RedisConfig: Sendable, Hashable {
+    public let url: RedisURL
+    /// Per-command timeout.
+    public let timeout: Duration
+}
+
+/// `tokens`: the JWTs the gateway mints and verifies.
+public struct TokenConfig: Sendable, Hashable {
+    public let issuer: String
+    public let ttl: Duration
+    /// Clock skew tolerated on `exp`/`nbf`.
+    public let leeway: Duration
+    /// In file order; exactly one is active.
+    public let keys: [TokenKeyConfig]
+}
+
+/// Signature algorithm of a token key.
+public enum TokenAlgorithm: String, Sendable, Hashable, CaseIterable {
+    case es256 = "ES256"
+    case rs256 = "RS256"
+}
+
+/// One entry of `tokens.keys`.
+public struct TokenKeyConfig: Sendable, Hashable {
+    public let kid: String
+    public let algorithm: TokenAlgorithm
+    /// Resolved path of the PEM private key (checked readable, not parsed).
+    public let file: String
+    public let isActive: Bool
+}
+
+/// `challenge`.
+public struct ChallengeConfig: Sendable, Hashable {
+    public let ttl: Duration
+}
+
+/// Monthly-active-device limit of a tier.
+public enum DeviceLimit: Sendable, Hashable {
+    case limited(Int)
+    case unlimited
+}
+
+/// A rate tier: per-minute bucket sizes and the monthly-active-device limit.
+public struct RateTier: Sendable, Hashable {
+    public let name: String
+    public let attest: Int
+    public let challenge: Int
+    public let api: Int
+    public let madLimit: DeviceLimit
+
+    public init(name: String, attest: Int, challenge: Int, api: Int, madLimit: DeviceLimit) {
+        self.name = name
+        self.attest = attest
+        self.challenge = challenge
+        self.api = api
+        self.madLimit = madLimit
+    }
+
+    /// The tiers every gateway has unless `tiers` changes them.
+    public static let builtIn: [String: RateTier] = [
+        "free": RateTier(name: "free", attest: 30, challenge: 60, api: 600, madLimit: .limited(1_000)),
+        "pro": RateTier(name: "pro", attest: 500, challenge: 1_000, api: 10_000, madLimit: .limited(25_000)),
+        "business": RateTier(name: "business", attest: 2_000, challenge: 4_000, api: 40_000,
+                             madLimit: .limited(250_000)),
+        "enterprise": RateTier(name: "enterprise", attest: 10_000, challenge: 20_000, api: 200_000,
+                               madLimit: .unlimited),
+    ]
+}
+
+/// `ip_limits`: per-client-IP buckets, per minute.
+public struct IPLimitConfig: Sendable, Hashable {
+    public let challenge: Int
+    public let validate: Int
+}
+
+/// What proxied `api` limiting does while Redis is unreachable.
+public enum StoreErrorPolicy: String, Sendable, Hashable, CaseIterable {
+    /// Fall back to an in-process bucket per instance.
+    case local
+    case allow
+    case deny
+}
+
+/// `rate_limits`.
+public struct RateLimitConfig: Sendable, Hashable {
+    public let onStoreError: StoreErrorPolicy
+}
+
+/// `quotas`: monthly-active-device accounting.
+public struct QuotaConfig: Sendable, Hashable {
+    /// How long new devices still pass once `mad_limit` is reached.
+    public let grace: Duration
+    /// Usage ratio logged once as a warning.
+    public let warnRatio: Double
+}
+
+/// `app_attest`: trust roots (resolved paths, checked readable).
+public struct AppAttestConfig: Sendable, Hashable {
+    public let rootCAFile: String
+    /// An extra CA for simulator and CI attestations.
+    public let testCAFile: String?
+    /// Whether `environment: production` tenants may coexist with a test CA.
+    public let allowTestCA: Bool
+}
+
+/// `log.format`: one JSON object per line, or human-readable text.
+public enum LogFormat: String, Sendable, Hashable, CaseIterable {
+    case json, text
+}
+
+/// `log.level`: the least severe level written.
+public enum LogLevel: String, Sendable, Hashable, CaseIterable {
+    case debug, info, warn, error
+}
+
+/// `log`.
+public struct LogConfig: Sendable, Hashable {
+    public let format: LogFormat
+    public let level: LogLevel
+    public let accessLog: Bool
+}

@@ -1,0 +1,325 @@
+import AGYAML
+import AGAppAttest
+import AGFormats
+extension TenantConfig {
+    private enum Keys {
+        static let root = ["team_id", "bundle_id", "tier", "environment", "token", "custom_claims", "upstream",
+                           "routes", "forward", "platform_sso"]
+        static let token = ["audience", "ttl", "header"]
+        static let route = ["prefix", "auth"]
+        static let forward = ["claims", "payload_header", "forward_authorization"]
+        static let platformSSO = ["path_prefix", "client_id", "audience", "id_token_ttl", "refresh_token_ttl",
+                                  "nonce_claim_name"]
+    }
+
+    /// Paths the gateway answers itself; routes may not claim them or anything under them.
+    public static let reservedPaths = ["/api/v1/attestation", "/.well-known", "/healthz", "/readyz"]
+
+    /// Claims a token can carry (section 4 of the design); `custom_claims` may be followed by any path.
+    public static let knownClaims = ["iss", "aud", "sub", "iat", "nbf", "exp", "jti", "team_id", "bundle_id", "subject_id",
+                              "custom_claims"]
+
+    /// Headers the proxy manages itself, which a claim or the payload may not be forwarded in.
+    private static let managedHeaders: Set<String> = [
+        "authorization", "connection", "content-length", "content-type", "cookie", "forwarded", "host",
+        "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
+        "transfer-encoding", "upgrade", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-request-id",
+    ]
+
+    /// Decodes one tenant file against the gateway it will run in (tiers, token defaults, test CA).
+    /// Returns the tenant and the line naming its App ID (for duplicate reports), or `nil` when
+    /// the App ID itself is unusable.
+    public static func decode(_ root: YAMLNode?, sourcePath: String, gateway: GatewayConfig,
+                       decoder d: ConfigDecoder) -> (tenant: TenantConfig, appIDLine: Int)? {
+        let top = d.rootMapping(root, allowed: Keys.root)
+        let teamID = top.required("team_id").flatMap { field -> String? in
+            guard let text = d.string(field) else { return nil }
+            guard text.count == 10, text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
+                d.report(field, "expected 10 uppercase letters or digits (an Apple team ID), got \(ConfigDecoder.quoted(text))")
+                return nil
+            }
+            return text
+        }
+        let bundleID = top.required("bundle_id").flatMap { field -> String? in
+            guard let text = d.string(field) else { return nil }
+            guard isBundleID(text) else {
+                d.report(field, "expected a reverse-DNS bundle ID like com.example.app (letters, digits, - in dot-separated parts), got \(ConfigDecoder.quoted(text))")
+                return nil
+            }
+            return text
+        }
+        let tier = top["tier"].flatMap { field -> String? in
+            guard let name = d.string(field) else { return nil }
+            guard gateway.tiers[name] != nil else {
+                d.report(field, "unknown tier \(ConfigDecoder.quoted(name)); defined tiers: \(gateway.tiers.keys.sorted().joined(separator: ", "))")
+                return nil
+            }
+            return name
+        } ?? "free"
+        let environmentField = top["environment"]
+        let environment = environmentField.flatMap { d.oneOf($0, AppAttestEnvironment.self) } ?? .production
+        if environment == .production, gateway.appAttest.testCAFile != nil, !gateway.appAttest.allowTestCA {
+            d.report(line: environmentField?.line ?? top.line, path: ConfigKeyPath.root.key("environment"),
+                     "a production tenant cannot trust the test CA (app_attest.test_ca); use environment: development or set app_attest.allow_test_ca: true")
+        }
+        let appID = "\(teamID ?? "").\(bundleID ?? "")"
+        let token = decodeToken(top["token"], appID: appID, gateway: gateway, d)
+        let customClaims = top["custom_claims"].flatMap { decodeCustomClaims($0, d) } ?? [:]
+        let routes = top["routes"].flatMap { decodeRoutes($0, d) } ?? []
+        var upstream: UpstreamURL?
+        if let upstreamField = top["upstream"] {
+            upstream = decodeUpstream(upstreamField, d)
+        } else if !routes.isEmpty {
+            d.report(line: top.line, path: ConfigKeyPath.root.key("upstream"), "missing required key (routes are proxied to it)")
+        }
+        let forward = decodeForward(top["forward"], tokenHeader: token.header, d)
+        let platformSSO = top["platform_sso"].flatMap { decodePlatformSSO($0, routes: routes, d) }
+        guard let teamID, let bundleID else { return nil }
+        let tenant = TenantConfig(name: ConfigFiles.stem(of: sourcePath), sourcePath: sourcePath, teamID: teamID,
+                                  bundleID: bundleID, appID: appID, tier: tier, environment: environment,
+                                  token: token, customClaims: customClaims, upstream: upstream, routes: routes,
+                                  forward: forward, platformSSO: platformSSO)
+        return (tenant, top.raw("bundle_id")?.line ?? top.line)
+    }
+
+    /// Dot-separated parts of ASCII letters, digits and `-`, at least two parts, at most 155 characters.
+    public static func isBundleID(_ text: String) -> Bool {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        return text.count <= 155 && parts.count >= 2 && parts.allSatisfy { part in
+            !part.isEmpty && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+        }
+    }
+
+    /// An RFC 9110 field name: one or more token characters.
+    public static func isHeaderName(_ text: String) -> Bool {
+        !text.isEmpty && text.allSatisfy { character in
+            character.isASCII && (character.isLetter || character.isNumber || "!#$%&'*+-.^_`|~".contains(character))
+        }
+    }
+
+    /// Header names compare as the anti-spoofing filter sees them: lower-cased, `_` read as `-`.
+    public static func normalizedHeader(_ name: String) -> String {
+        String(name.lowercased().map { $0 == "_" ? "-" : $0 })
+    }
+
+    private static func decodeToken(_ field: ConfigField?, appID: String, gateway: GatewayConfig,
+                                     _ d: ConfigDecoder) -> TenantTokenConfig {
+        let m = field.flatMap { d.mapping($0, allowed: Keys.token) }
+        let header = m?["header"].flatMap { field -> String? in
+            guard let name = d.string(field) else { return nil }
+            guard isHeaderName(name) else {
+                d.report(field, "expected an HTTP header name, got \(ConfigDecoder.quoted(name))")
+                return nil
+            }
+            if normalizedHeader(name).hasPrefix("x-attest-") {
+                d.report(field, "X-Attest-* headers are removed from every request before forwarding; choose another header")
+                return nil
+            }
+            return name
+        }
+        return TenantTokenConfig(audience: m?["audience"].flatMap { d.string($0) } ?? appID,
+                                 ttl: m?["ttl"].flatMap { d.duration($0) } ?? gateway.tokens.ttl,
+                                 header: header ?? "Authorization")
+    }
+
+    private static func decodeCustomClaims(_ field: ConfigField, _ d: ConfigDecoder) -> [String: JSONValue]? {
+        guard let entries = d.entries(field) else { return nil }
+        var claims: [String: JSONValue] = [:]
+        for (key, valueField) in entries {
+            if key == "subscription" {
+                d.report(line: valueField.keyLine, path: valueField.path,
+                         "reserved: the subscription claim is set per subject through the admin API")
+                continue
+            }
+            if let value = jsonValue(valueField, d) { claims[key] = value }
+        }
+        return claims
+    }
+
+    /// Any YAML value as JSON: plain scalars typed by the core schema, quoted ones as strings.
+    private static func jsonValue(_ field: ConfigField, _ d: ConfigDecoder) -> JSONValue? {
+        switch field.node.content {
+        case .scalar(let scalar):
+            switch scalar.resolved {
+            case .null: return .null
+            case .bool(let value): return .bool(value)
+            case .int(let value): return .integer(Int64(value))
+            case .string(let value): return .string(value)
+            case .double(let value):
+                guard value.isFinite else {
+                    d.report(field, "JSON has no infinity or NaN; quote it to send a string")
+                    return nil
+                }
+                return .double(value)
+            }
+        case .sequence:
+            let items = d.sequence(field) ?? []
+            let values = items.compactMap { jsonValue($0, d) }
+            return values.count == items.count ? .array(values) : nil
+        case .mapping:
+            let entries = d.entries(field) ?? []
+            var members: [String: JSONValue] = [:]
+            for (key, valueField) in entries {
+                if let value = jsonValue(valueField, d) { members[key] = value }
+            }
+            return members.count == entries.count ? .object(members) : nil
+        }
+    }
+
+    private static func decodeUpstream(_ field: ConfigField, _ d: ConfigDecoder) -> UpstreamURL? {
+        guard let text = d.string(field) else { return nil }
+        switch UpstreamURL.parse(text) {
+        case .success(let url):
+            return url
+        case .failure(.httpsUnsupported):
+            d.report(field, "only http:// upstreams are supported (the gateway speaks plain HTTP/1.1 to upstreams; terminate TLS in front of the upstream or use a local sidecar), got \(ConfigDecoder.quoted(text))")
+        case .failure(.malformed):
+            d.report(field, "expected http://host[:port][/base path], got \(ConfigDecoder.quoted(text))")
+        }
+        return nil
+    }
+
+    /// A path prefix: starts with `/`, no whitespace, query or fragment, outside the gateway's own paths.
+    private static func decodePathPrefix(_ field: ConfigField, _ d: ConfigDecoder) -> String? {
+        guard let prefix = d.string(field) else { return nil }
+        guard prefix.hasPrefix("/"),
+              prefix.allSatisfy(\.isVisibleASCII),
+              !prefix.contains("?"), !prefix.contains("#"),
+              !prefix.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
+        else {
+            d.report(field, "expected a path prefix starting with / (printable ASCII, no query, fragment, . or .. segments), got \(ConfigDecoder.quoted(prefix))")
+            return nil
+        }
+        var trimmed = Substring(prefix)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        if let reserved = reservedPaths.first(where: { trimmed == $0 || trimmed.hasPrefix($0 + "/") }) {
+            d.report(field, "\(ConfigDecoder.quoted(prefix)) is under \(reserved), which the gateway serves itself")
+            return nil
+        }
+        return prefix
+    }
+
+    private static func decodeRoutes(_ field: ConfigField, _ d: ConfigDecoder) -> [RouteConfig]? {
+        guard let items = d.sequence(field) else { return nil }
+        var routes: [RouteConfig] = []
+        var prefixIndex: [String: Int] = [:]
+        for (index, item) in items.enumerated() {
+            guard let m = d.mapping(item, allowed: Keys.route) else { continue }
+            let prefix = m.required("prefix").flatMap { field -> String? in
+                guard let prefix = decodePathPrefix(field, d) else { return nil }
+                if let first = prefixIndex[prefix] {
+                    d.report(field, "duplicate route prefix \(ConfigDecoder.quoted(prefix)) (also routes[\(first)])")
+                    return nil
+                }
+                prefixIndex[prefix] = index
+                return prefix
+            }
+            let auth = m["auth"].flatMap { d.oneOf($0, RouteAuth.self) } ?? .required
+            if let prefix { routes.append(RouteConfig(prefix: prefix, auth: auth)) }
+        }
+        return routes
+    }
+
+    private static func decodeForward(_ field: ConfigField?, tokenHeader: String, _ d: ConfigDecoder) -> ForwardConfig {
+        let m = field.flatMap { d.mapping($0, allowed: Keys.forward) }
+        var usedHeaders: [String: String] = [normalizedHeader(tokenHeader): "token.header"]
+        func forwardableHeader(_ field: ConfigField, _ name: String) -> String? {
+            guard isHeaderName(name) else {
+                d.report(field, "expected an HTTP header name, got \(ConfigDecoder.quoted(name))")
+                return nil
+            }
+            let normalized = normalizedHeader(name)
+            if managedHeaders.contains(normalized) {
+                d.report(field, "\(name) is managed by the proxy and cannot carry claims")
+                return nil
+            }
+            if let user = usedHeaders[normalized] {
+                d.report(field, "header \(name) is already used by \(user)")
+                return nil
+            }
+            usedHeaders[normalized] = field.path.description
+            return name
+        }
+        if m?.raw("payload_header") == nil {
+            usedHeaders[normalizedHeader(ForwardConfig.defaultPayloadHeader)] = "the default forward.payload_header"
+        }
+        var claims = ForwardConfig.defaultClaims
+        if let claimsField = m?["claims"] {
+            claims = decodeClaimHeaders(claimsField, d, forwardableHeader)
+        } else {
+            for claim in claims {
+                usedHeaders[normalizedHeader(claim.header)] = "the default forward.claims." + claim.claimPath.joined(separator: ".")
+            }
+        }
+        var payloadHeader: String? = ForwardConfig.defaultPayloadHeader
+        if let payloadField = m?.raw("payload_header") {
+            if payloadField.isNull {
+                payloadHeader = nil
+            } else if case .scalar(let scalar) = payloadField.node.content, scalar.resolved == .bool(false)
+                        || (!scalar.isPlain && scalar.text.isEmpty) {
+                payloadHeader = nil
+            } else if case .scalar(let scalar) = payloadField.node.content, case .string(let name) = scalar.resolved {
+                payloadHeader = forwardableHeader(payloadField, name)
+            } else {
+                d.report(payloadField, "expected a header name, or false to disable, got \(ConfigDecoder.describe(payloadField.node))")
+            }
+        }
+        return ForwardConfig(claims: claims, payloadHeader: payloadHeader,
+                             forwardAuthorization: m?["forward_authorization"].flatMap { d.bool($0) } ?? false)
+    }
+
+    /// `forward.claims`: claim path → header, in file order; `forwardableHeader` checks and
+    /// claims each header name.
+    private static func decodeClaimHeaders(_ field: ConfigField, _ d: ConfigDecoder,
+                                           _ forwardableHeader: (ConfigField, String) -> String?) -> [ClaimHeader] {
+        guard let entries = d.entries(field) else { return ForwardConfig.defaultClaims }
+        return entries.compactMap { key, headerField in
+            let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard path.allSatisfy({ !$0.isEmpty }), let first = path.first, knownClaims.contains(first),
+                  path.count == 1 || first == "custom_claims"
+            else {
+                d.report(line: headerField.keyLine, path: headerField.path,
+                         "unknown claim \(ConfigDecoder.quoted(key)); claims: \(knownClaims.joined(separator: ", ")) (custom_claims.<path> for nested values)")
+                return nil
+            }
+            guard let header = d.string(headerField).flatMap({ forwardableHeader(headerField, $0) }) else {
+                return nil
+            }
+            return ClaimHeader(claimPath: path, header: header)
+        }
+    }
+
+    private static func decodePlatformSSO(_ field: ConfigField, routes: [RouteConfig],
+                                          _ d: ConfigDecoder) -> PlatformSSOConfig? {
+        guard let m = d.mapping(field, allowed: Keys.platformSSO) else { return nil }
+        let pathPrefix = m.required("path_prefix").flatMap { field -> String? in
+            guard var prefix = decodePathPrefix(field, d) else { return nil }
+            while prefix.count > 1, prefix.hasSuffix("/") { prefix.removeLast() }
+            guard prefix != "/" else {
+                d.report(field, "expected a path below /, e.g. /psso")
+                return nil
+            }
+            if let route = routes.first(where: { $0.prefix == prefix || $0.prefix == prefix + "/" }) {
+                d.report(field, "\(ConfigDecoder.quoted(prefix)) is also the route prefix \(ConfigDecoder.quoted(route.prefix))")
+                return nil
+            }
+            return prefix
+        }
+        let clientID = m.required("client_id").flatMap { d.string($0) }
+        let audience = m.required("audience").flatMap { d.string($0) }
+        let nonceClaim = m["nonce_claim_name"].flatMap { field -> String? in
+            guard let name = d.string(field) else { return nil }
+            guard name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+                d.report(field, "expected a claim name (letters, digits, _), got \(ConfigDecoder.quoted(name))")
+                return nil
+            }
+            return name
+        }
+        let idTokenTTL = m["id_token_ttl"].flatMap { d.duration($0) } ?? .seconds(3_600)
+        let refreshTokenTTL = m["refresh_token_ttl"].flatMap { d.duration($0) } ?? .seconds(14 * 86_400)
+        guard let pathPrefix, let clientID, let audience else { return nil }
+        return PlatformSSOConfig(pathPrefix: pathPrefix, clientID: clientID, audience: audience,
+                                 idTokenTTL: idTokenTTL, refreshTokenTTL: refreshTokenTTL,
+                                 nonceClaimName: nonceClaim ?? "request_nonce")
+    }
+}

@@ -1,0 +1,87 @@
+import AGYAML
+public import AGFormats
+public import AGAppAttest
+/// The validated contents of one `tenants/<name>.yaml`.
+public struct TenantConfig: Sendable, Hashable {
+    /// File name without extension.
+    public let name: String
+    public let sourcePath: String
+    /// 10 uppercase letters or digits.
+    public let teamID: String
+    public let bundleID: String
+    /// `TEAMID.bundle.id`: how requests (`X-Team-ID` + `X-Bundle-ID`) and the admin API name the tenant.
+    public let appID: String
+    /// Tier from the file; the admin API may override it at runtime.
+    public let tier: String
+    public let environment: AppAttestEnvironment
+    public let token: TenantTokenConfig
+    /// Static `custom_claims` object carried in every token.
+    public let customClaims: [String: JSONValue]
+    /// `nil` when the tenant only uses attestation (no routes).
+    public let upstream: UpstreamURL?
+    /// In file order.
+    public let routes: [RouteConfig]
+    public let forward: ForwardConfig
+    public let platformSSO: PlatformSSOConfig?
+}
+
+/// `token`: per-tenant token settings.
+public struct TenantTokenConfig: Sendable, Hashable {
+    public let audience: String
+    public let ttl: Duration
+    /// Request header carrying the token on proxied calls: `Bearer <jwt>`, or for a header other
+    /// than `Authorization` also the raw token.
+    public let header: String
+}
+
+/// Whether a route needs a token.
+public enum RouteAuth: String, Sendable, Hashable, CaseIterable {
+    case required
+    /// Spelled `none` in YAML.
+    case anonymous = "none"
+}
+
+/// One entry of `routes`: a path prefix proxied to the tenant upstream.
+public struct RouteConfig: Sendable, Hashable {
+    public let prefix: String
+    public let auth: RouteAuth
+}
+
+/// One verified claim forwarded as a header.
+public struct ClaimHeader: Sendable, Hashable {
+    /// Dotted path into the token payload, e.g. `custom_claims.subscription.tier`.
+    public let claimPath: [String]
+    public let header: String
+}
+
+/// `forward`: what verified claims the upstream receives.
+public struct ForwardConfig: Sendable, Hashable {
+    /// In file order (or the default order).
+    public let claims: [ClaimHeader]
+    /// Header carrying the base64url payload JSON; `nil` when disabled.
+    public let payloadHeader: String?
+    public let forwardAuthorization: Bool
+
+    /// Used when a tenant file has no `forward.payload_header`.
+    public static let defaultPayloadHeader = "X-Attest-Claims"
+
+    /// Used when a tenant file has no `forward.claims`.
+    public static let defaultClaims: [ClaimHeader] = [
+        ClaimHeader(claimPath: ["sub"], header: "X-Attest-Key-Id"),
+        ClaimHeader(claimPath: ["team_id"], header: "X-Attest-Team-Id"),
+        ClaimHeader(claimPath: ["bundle_id"], header: "X-Attest-Bundle-Id"),
+        ClaimHeader(claimPath: ["subject_id"], header: "X-Attest-Subject-Id"),
+    ]
+}
+
+/// `platform_sso`: the macOS Platform SSO refresh endpoints of a tenant.
+public struct PlatformSSOConfig: Sendable, Hashable {
+    /// `POST {pathPrefix}/nonce` and `POST {pathPrefix}/token`; starts with `/`, no trailing `/`.
+    public let pathPrefix: String
+    public let clientID: String
+    /// Expected `aud` of refresh requests and the `aud` of issued ID tokens.
+    public let audience: String
+    public let idTokenTTL: Duration
+    public let refreshTokenTTL: Duration
+    public let nonceClaimName: String
+}

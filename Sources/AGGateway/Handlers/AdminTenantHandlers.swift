@@ -1,0 +1,133 @@
+import AGConfig
+import AGPolicy
+import AGFormats
+import AGHTTP
+
+/// Admin calls on tenants and tiers: effective configuration, runtime tier changes.
+enum AdminTenantHandlers {
+    static func limitsJSON(_ tier: RateTier) -> JSONValue {
+        let madLimit: JSONValue = switch tier.madLimit {
+        case .limited(let value): .integer(Int64(value))
+        case .unlimited: "unlimited"
+        }
+        return ["attest": .integer(Int64(tier.attest)), "challenge": .integer(Int64(tier.challenge)),
+                "api": .integer(Int64(tier.api)), "mad_limit": madLimit]
+    }
+
+    /// A tenant's effective configuration (nothing secret).
+    static func tenantJSON(_ context: RequestContext, _ tenant: Tenant) -> [String: JSONValue] {
+        let config = tenant.config
+        let tier = context.effectiveTier(tenant)
+        var json: [String: JSONValue] = [
+            "appId": .string(config.appID), "teamId": .string(config.teamID), "bundleId": .string(config.bundleID),
+            "file": .string(config.sourcePath), "environment": .string(config.environment.rawValue),
+            "tier": .string(tier.name), "fileTier": .string(config.tier), "limits": limitsJSON(tier),
+            "token": ["audience": .string(config.token.audience), "ttlSeconds": .integer(config.token.ttl.milliseconds / 1000)],
+            "routes": .array(config.routes.map { ["prefix": .string($0.prefix), "auth": .string($0.auth.rawValue)] }),
+        ]
+        if let override = context.services.tiers.tenantTierOverride(appID: config.appID) {
+            json["tierOverride"] = .string(override)
+        }
+        if let upstream = config.upstream { json["upstream"] = .string(upstream.description) }
+        return json
+    }
+
+    /// `GET /admin/v1/tenants`
+    static func listTenants(_ context: RequestContext) {
+        let tenants = context.snapshot.tenants.values.sorted { $0.appID < $1.appID }.map { JSONValue.object(tenantJSON(context, $0)) }
+        context.respond(status: 200, body: JSONValue.object(["tenants": .array(tenants)]).serialized(), contentType: "application/json")
+    }
+
+    /// `GET /admin/v1/tenants/{appId}`: configuration plus this month's usage.
+    static func showTenant(_ context: RequestContext, _ tenant: Tenant) {
+        context.services.deviceAdmin.usage(tenant: tenant) { result in
+            switch result {
+            case .failure(let error):
+                context.storeFailed(error)
+            case .success(let usage):
+                var json = tenantJSON(context, tenant)
+                json["usage"] = ["month": .string(usage.month), "activeDevices": .integer(Int64(usage.activeDevices))]
+                context.respond(status: 200, body: JSONValue.object(json).serialized(), contentType: "application/json")
+            }
+        }
+    }
+
+    /// `PUT /admin/v1/tenants/{appId}/tier` `{"tier": "pro"}`
+    static func setTenantTier(_ context: RequestContext, _ tenant: Tenant) {
+        context.request.collectBody(limit: context.snapshot.gateway.server.maxBodyBytes) { result in
+            guard case .success(let body) = result, let json = try? JSONValue(parsing: body), let name = json["tier"]?.stringValue else {
+                context.fail(.badRequest("body must be {\"tier\": \"<name>\"}"))
+                return
+            }
+            context.services.tiers.setTenantTier(appID: tenant.appID, tier: name, fileTiers: context.snapshot.gateway.tiers) { result in
+                switch result {
+                case .success:
+                    context.services.logger.info("tenant tier changed", [("tenant", .string(tenant.appID)), ("tier", .string(name))])
+                    context.respond(status: 200, body: JSONValue.object(tenantJSON(context, tenant)).serialized(), contentType: "application/json")
+                case .failure(let error):
+                    fail(context, error)
+                }
+            }
+        }
+    }
+
+    /// `DELETE /admin/v1/tenants/{appId}/tier`: back to the file's tier.
+    static func clearTenantTier(_ context: RequestContext, _ tenant: Tenant) {
+        context.services.tiers.clearTenantTier(appID: tenant.appID) { result in
+            switch result {
+            case .success:
+                context.services.logger.info("tenant tier override removed", [("tenant", .string(tenant.appID))])
+                context.respond(status: 200, body: JSONValue.object(tenantJSON(context, tenant)).serialized(), contentType: "application/json")
+            case .failure(let error):
+                fail(context, error)
+            }
+        }
+    }
+
+    /// `GET /admin/v1/tiers`
+    static func listTiers(_ context: RequestContext) {
+        let tiers = context.services.tiers.effectiveTiers(fileTiers: context.snapshot.gateway.tiers)
+        var members: [String: JSONValue] = [:]
+        for (name, tier) in tiers { members[name] = limitsJSON(tier) }
+        context.respond(status: 200, body: JSONValue.object(["tiers": .object(members)]).serialized(), contentType: "application/json")
+    }
+
+    /// `PUT /admin/v1/tiers/{name}` `{"attest", "challenge", "api", "mad_limit"}` (a file tier
+    /// may get a subset; a new tier needs all four).
+    static func setTier(_ context: RequestContext, name: String) {
+        context.request.collectBody(limit: context.snapshot.gateway.server.maxBodyBytes) { result in
+            guard case .success(let body) = result else {
+                context.fail(.badRequest("unreadable or too large request body"))
+                return
+            }
+            let numbers: TierNumbers
+            do throws(TierChangeError) {
+                numbers = try TierNumbers(json: body)
+            } catch {
+                fail(context, error)
+                return
+            }
+            context.services.tiers.setTier(name: name, numbers: numbers, fileTiers: context.snapshot.gateway.tiers) { result in
+                switch result {
+                case .success(let tier):
+                    context.services.logger.info("tier changed", [("tier", .string(name))])
+                    context.respond(status: 200, body: JSONValue.object(["name": .string(name), "limits": limitsJSON(tier)]).serialized(),
+                                    contentType: "application/json")
+                case .failure(let error):
+                    fail(context, error)
+                }
+            }
+        }
+    }
+
+    private static func fail(_ context: RequestContext, _ error: TierChangeError) {
+        switch error {
+        case .invalidTierName, .invalidNumbers:
+            context.fail(.badRequest(error.description))
+        case .unknownTier:
+            context.fail(GatewayError(status: 404, code: "not_found", message: error.description))
+        case .store(let redisError):
+            context.storeFailed(redisError)
+        }
+    }
+}

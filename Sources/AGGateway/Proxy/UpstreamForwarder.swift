@@ -1,0 +1,73 @@
+import AGConfig
+import AGHTTP
+import AGPolicy
+
+/// Step 4 of the proxy on a real connection: headers rebuilt (anti-spoofing, claims,
+/// `X-Forwarded-*`), request and response streamed through the worker's `UpstreamPool`,
+/// upstream failures answered with the contract's errors. Loop thread only.
+final class UpstreamForwarder: Forwarder {
+    let upstreams: UpstreamPool
+
+    init(upstreams: UpstreamPool) {
+        self.upstreams = upstreams
+    }
+
+    func forward(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, injected: [(name: String, value: String)]) {
+        guard let request = context.request as? HTTPServerRequest else {
+            preconditionFailure("the upstream forwarder serves connections only")
+        }
+        let server = context.snapshot.gateway.server
+        let hop = ClientHop(peerAddress: request.remoteAddress,
+                            peerTrusted: IPAddress(request.remoteAddress).map(server.trusts) ?? false,
+                            requestID: context.requestID)
+        let headers = ForwardHeaders.request(request.headers, policy: proxy.headers, hop: hop, injected: injected)
+        let requestID = context.requestID
+        let extra = context.extraHeaders
+        let metrics = context.services.metrics
+        upstreams.forward(request, to: proxy.target, path: proxy.target.basePath + request.head.target, headers: headers,
+                          timeouts: UpstreamTimeouts(connect: server.timeouts.upstreamConnect,
+                                                     response: server.timeouts.upstreamResponse),
+                          maxBodyBytes: server.maxProxyBodyBytes,
+                          responseHeaderFilter: { ForwardHeaders.filterResponse(&$0, requestID: requestID, extra: extra) }) {
+            outcome in
+            switch outcome {
+            case .completed(let status, let upstreamTime, _):
+                context.upstreamSeconds = upstreamTime.seconds
+                context.finished(status: status)
+            case .interrupted(let error, let status, let upstreamTime, _):
+                context.upstreamSeconds = upstreamTime.seconds
+                if error != .clientAborted { Self.count(error, tenant: tenant, metrics) }
+                context.finished(status: status)
+            case .failed(.clientAborted):
+                context.finished(status: UpstreamError.clientAborted.status)
+            case .failed(let error):
+                Self.count(error, tenant: tenant, metrics)
+                context.fail(Self.answer(for: error, limit: server.maxProxyBodyBytes))
+            }
+        }
+    }
+
+    /// The contract error for an upstream failure that happened before any response byte.
+    static func answer(for error: UpstreamError, limit: Int) -> GatewayError {
+        switch error {
+        case .connectFailed, .connectionReset, .invalidResponse, .clientAborted: .upstreamUnavailable
+        case .timeout: .upstreamTimeout
+        case .bodyTooLarge: .payloadTooLarge(limit: limit)
+        case .clientBodyMalformed(let why): .badRequest("malformed request body: \(why)")
+        }
+    }
+
+    private static func count(_ error: UpstreamError, tenant: Tenant, _ metrics: any MetricsSink) {
+        let kind: String
+        switch error {
+        case .connectFailed: kind = "connect_failed"
+        case .connectionReset: kind = "connection_reset"
+        case .invalidResponse: kind = "invalid_response"
+        case .timeout: kind = "timeout"
+        case .bodyTooLarge: kind = "body_too_large"
+        case .clientBodyMalformed: kind = "client_body_malformed"
+        case .clientAborted: kind = "client_aborted"
+        }
+        metrics.increment("attestgate_upstream_errors_total{tenant=\"\(tenant.appID)\",error=\"\(kind)\"}")
+    }
+}

@@ -1,0 +1,108 @@
+import AGConfig
+import AGHTTP
+import AGPolicy
+
+/// Everything a request handler may use, handed in as one value (Hummingbird's request
+/// context): small protocols, so the routers run in process against in-memory fakes
+/// (`Tests/AGGatewayTests/Harness`) as well as against Redis and real upstreams (`Worker`).
+///
+/// Loop thread only: one value per worker, built when the worker starts.
+struct RouteServices {
+    /// The snapshot in force; a request reads it once, when it starts.
+    let snapshots: any SnapshotSource
+    /// "Now" for every decision (scripts, tokens, months).
+    let time: any TimeSource
+    let devices: any DeviceRecords
+    let deviceAdmin: any DeviceAdministration
+    let challenges: any ChallengeIssuer
+    let limiter: any Limiter
+    let tiers: any TierAdministration
+    let revocations: any RevocationState
+    let forwarder: any Forwarder
+    let readiness: any StoreHealth
+    let reloader: any ConfigReloader
+    let metrics: any MetricsSink
+    /// The Prometheus text of the whole instance (`GET /metrics`).
+    let metricsText: () -> String
+    let logger: any LogSink
+    let accessLog: any AccessLogSink
+    /// Signature-verified proxy tokens, so a repeated token costs no signature check.
+    let tokenCache: TokenCache
+    let requestIDs: RequestIDSource
+}
+
+/// A store call that could not be answered: Redis down or slow, or a reply of the wrong shape.
+struct StoreFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Reads the configuration snapshot in force.
+protocol SnapshotSource {
+    var snapshot: GatewaySnapshot { get }
+}
+
+/// Takes rate-limit tokens (`RateLimiter` on Redis with its fallback).
+protocol Limiter: AnyObject {
+    /// Completes exactly once on the loop thread, possibly before returning.
+    func check(_ checks: [BucketCheck], fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
+}
+
+/// Issues single-use challenges.
+protocol ChallengeIssuer: AnyObject {
+    func issue(tenant: Tenant, ttl: Duration, completion: @escaping (Result<IssuedChallenge, StoreFailure>) -> Void)
+}
+
+/// A challenge and the time it was issued (Unix ms).
+struct IssuedChallenge: Equatable {
+    let challenge: String
+    let issuedAtMilliseconds: Int64
+}
+
+/// Is the shared store answering (`/readyz`)?
+protocol StoreHealth: AnyObject {
+    func check(completion: @escaping (Bool) -> Void)
+}
+
+/// Reloads the configuration off the loop and answers on it (`POST /admin/v1/reload`).
+protocol ConfigReloader: AnyObject {
+    func reload(completion: @escaping (Result<Int, ConfigError>) -> Void)
+}
+
+/// Counters and the request histogram (`WorkerMetrics`).
+protocol MetricsSink: AnyObject {
+    func increment(_ series: String, by amount: Int)
+    func recordRequest(tenant: String, route: String, status: Int, code: String?, seconds: Double)
+}
+
+extension MetricsSink {
+    func increment(_ series: String) { increment(series, by: 1) }
+}
+
+/// Structured log lines (`Logger`).
+protocol LogSink: Sendable {
+    func log(_ level: Logger.Level, _ message: String, _ fields: [(String, LogValue)])
+}
+
+extension LogSink {
+    func debug(_ message: String, _ fields: [(String, LogValue)] = []) { log(.debug, message, fields) }
+    func info(_ message: String, _ fields: [(String, LogValue)] = []) { log(.info, message, fields) }
+    func warn(_ message: String, _ fields: [(String, LogValue)] = []) { log(.warn, message, fields) }
+    func error(_ message: String, _ fields: [(String, LogValue)] = []) { log(.error, message, fields) }
+}
+
+extension Logger: LogSink {}
+
+/// Where access-log lines go (`AccessLogBuffer`).
+protocol AccessLogSink: AnyObject {
+    func append(_ line: String)
+}
+
+/// New request ids for one worker (unique, not secret).
+final class RequestIDSource {
+    private var generator = RequestIDGenerator()
+
+    /// The client's id when it is sane, else a fresh one.
+    func resolve(_ offered: String?) -> String {
+        RequestID.resolve(offered, using: &generator)
+    }
+}

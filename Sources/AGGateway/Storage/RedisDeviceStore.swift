@@ -1,0 +1,148 @@
+import AGConfig
+import AGFormats
+import AGPolicy
+import AGRedis
+
+/// Device records and the attestation routes' atomic steps in Redis (DESIGN section 10), with
+/// the scripts of `DeviceScripts`. Every call reads now once from `time` and passes it to its
+/// script; the month of the monthly-active-device counters comes from the same reading.
+///
+/// Keys (every one under the tenant's hash tag, so each script touches one slot):
+/// `ag:{APPID}:dev:<keyId>`, `ag:{APPID}:mad:<YYYYMM>`, `ag:{APPID}:grace:<YYYYMM>`,
+/// `ag:{APPID}:subj:<subjectId>`, `ag:{APPID}:ch:<challenge>`. Loop thread only.
+final class RedisDeviceStore: DeviceRecords {
+    let redis: RedisClient
+    let time: any TimeSource
+
+    init(redis: RedisClient, time: any TimeSource) {
+        self.redis = redis
+        self.time = time
+    }
+
+    /// Month keys outlive their month by a few days so usage can still be read.
+    static let monthKeyTTL = 40 * 86_400
+
+    static func deviceKey(_ tenant: Tenant, _ keyID: String) -> String { tenant.keyPrefix + "dev:" + keyID }
+    static func madKey(_ tenant: Tenant, _ month: String) -> String { tenant.keyPrefix + "mad:" + month }
+    static func graceKey(_ tenant: Tenant, _ month: String) -> String { tenant.keyPrefix + "grace:" + month }
+    static func subjectKey(_ tenant: Tenant, _ subjectID: String) -> String { tenant.keyPrefix + "subj:" + subjectID }
+    static func challengeKey(_ tenant: Tenant, _ challenge: String) -> String { tenant.keyPrefix + "ch:" + challenge }
+
+    /// Keys and arguments the two prepare scripts share: device, challenge, month set, grace;
+    /// now, keyId, challenge ttl, mad limit, grace, month key ttl.
+    private func quotaAndChallenge(tenant: Tenant, keyID: String, challenge: String, challengeTTL: Duration,
+                                   madLimit: DeviceLimit, grace: Duration) -> (keys: [String], args: [String]) {
+        let now = time.nowMicroseconds
+        let month = UTCDateTime(unixMilliseconds: now / 1000).monthKey
+        return ([Self.deviceKey(tenant, keyID), Self.challengeKey(tenant, challenge), Self.madKey(tenant, month),
+                 Self.graceKey(tenant, month)],
+                [String(now), keyID, String(challengeTTL.milliseconds), madLimit.scriptArgument, String(grace.milliseconds),
+                 String(Self.monthKeyTTL)])
+    }
+
+    func prepareRefresh(_ request: RefreshPreparation,
+                        completion: @escaping (Result<(RateLimitOutcome, RefreshPrepared), StoreFailure>) -> Void) {
+        let bucket = request.bucket
+        let shared = quotaAndChallenge(tenant: request.tenant, keyID: request.keyID, challenge: request.challenge,
+                                       challengeTTL: request.challengeTTL, madLimit: request.madLimit, grace: request.grace)
+        let keys = shared.keys + [bucket.key]
+        let args = shared.args + [String(bucket.limitPerMinute)]
+        redis.evalScript(DeviceScripts.prepareRefresh, keys: keys, args: args) { result in
+            completion(Self.store(result).flatMap { value in
+                guard let reply = value.array, reply.count == 2,
+                      let decided = RateLimitScript.decisions(from: reply[0], limits: [bucket.limitPerMinute]),
+                      let parts = reply[1].array?.map({ $0.string ?? "" }) else {
+                    return .failure(StoreFailure(description: "unexpected reply from the refresh prepare script"))
+                }
+                let rateLimit = RateLimitOutcome.combining([bucket], allowed: decided.allowed, decided.decisions)
+                guard parts.first == "ok" else {
+                    guard let refusal = DeviceRefusal(reply: parts) else {
+                        return .failure(StoreFailure(description: "unexpected refusal from the refresh prepare script"))
+                    }
+                    return .success((rateLimit, .refused(refusal)))
+                }
+                guard parts.count == 4, let counter = UInt32(parts[2]), let key = Base64.decode(parts[1]) else {
+                    return .failure(StoreFailure(description: "corrupt device record"))
+                }
+                return .success((rateLimit, .ready(publicKey: key, counter: counter, subjectID: parts[3].isEmpty ? nil : parts[3])))
+            })
+        }
+    }
+
+    func commitRefresh(_ request: RefreshCommit, completion: @escaping (Result<CommitOutcome, StoreFailure>) -> Void) {
+        let now = time.nowMicroseconds
+        let month = UTCDateTime(unixMilliseconds: now / 1000).monthKey
+        let tenant = request.tenant
+        let deviceKey = Self.deviceKey(tenant, request.keyID)
+        let subjectKey = (request.subjectID ?? request.knownSubjectID).map { Self.subjectKey(tenant, $0) } ?? deviceKey
+        redis.evalScript(DeviceScripts.commitRefresh, keys: [deviceKey, Self.madKey(tenant, month), subjectKey],
+                         args: [String(now), request.keyID, String(request.expectedCounter), String(request.newCounter),
+                                request.subjectID ?? "", String(Self.monthKeyTTL)]) { result in
+            completion(Self.commitOutcome(result, script: "refresh commit"))
+        }
+    }
+
+    func invalidate(tenant: Tenant, keyID: String, completion: @escaping (Result<Void, StoreFailure>) -> Void) {
+        redis.send(["DEL", Self.deviceKey(tenant, keyID)]) { result in completion(Self.store(result).map { _ in () }) }
+    }
+
+    func prepareAttestation(_ request: AttestationPreparation,
+                            completion: @escaping (Result<AttestationPrepared, StoreFailure>) -> Void) {
+        let (keys, args) = quotaAndChallenge(tenant: request.tenant, keyID: request.keyID, challenge: request.challenge,
+                                             challengeTTL: request.challengeTTL, madLimit: request.madLimit, grace: request.grace)
+        redis.evalScript(DeviceScripts.prepareAttestation, keys: keys, args: args) { result in
+            completion(Self.store(result).flatMap { value in
+                guard let parts = value.array?.map({ $0.string ?? "" }), let status = parts.first else {
+                    return .failure(StoreFailure(description: "unexpected reply from the attestation prepare script"))
+                }
+                if status == "ok" {
+                    let subject = parts.count > 1 ? parts[1] : ""
+                    return .success(.ready(knownSubjectID: subject.isEmpty ? nil : subject))
+                }
+                guard let refusal = DeviceRefusal(reply: parts) else {
+                    return .failure(StoreFailure(description: "unexpected refusal from the attestation prepare script"))
+                }
+                return .success(.refused(refusal))
+            })
+        }
+    }
+
+    func commitAttestation(_ request: AttestationCommit, completion: @escaping (Result<CommitOutcome, StoreFailure>) -> Void) {
+        let now = time.nowMicroseconds
+        let month = UTCDateTime(unixMilliseconds: now / 1000).monthKey
+        let tenant = request.tenant
+        let deviceKey = Self.deviceKey(tenant, request.keyID)
+        let subjectKey = (request.subjectID ?? request.knownSubjectID).map { Self.subjectKey(tenant, $0) } ?? deviceKey
+        redis.evalScript(DeviceScripts.commitAttestation, keys: [deviceKey, Self.madKey(tenant, month), subjectKey],
+                         args: [String(now), request.keyID, Base64.encode(request.publicKey), request.environment,
+                                Base64.encode(request.receipt), request.subjectID ?? "", String(Self.monthKeyTTL)]) { result in
+            completion(Self.commitOutcome(result, script: "attestation commit"))
+        }
+    }
+
+    /// A commit script's reply: `{'ok', subject, subscription, newlyCounted, count}` or `{refusal}`.
+    static func commitOutcome(_ reply: Result<RedisValue, RedisError>, script: String) -> Result<CommitOutcome, StoreFailure> {
+        store(reply).flatMap { value in
+            guard let array = value.array, let status = array.first?.string else {
+                return .failure(StoreFailure(description: "unexpected reply from the \(script) script"))
+            }
+            guard status == "ok" else {
+                guard let refusal = DeviceRefusal(reply: array.map { $0.string ?? "" }) else {
+                    return .failure(StoreFailure(description: "unexpected refusal from the \(script) script"))
+                }
+                return .success(.refused(refusal))
+            }
+            guard array.count == 5 else { return .failure(StoreFailure(description: "unexpected reply from the \(script) script")) }
+            let subject = array[1].string ?? ""
+            let subscription = array[2].string ?? ""
+            return .success(.committed(subjectID: subject.isEmpty ? nil : subject,
+                                       subscription: subscription.isEmpty ? nil : subscription,
+                                       newlyCounted: array[3].int == 1, monthlyCount: Int(array[4].int ?? 0)))
+        }
+    }
+
+    /// A Redis failure as the handlers see it.
+    static func store<T>(_ result: Result<T, RedisError>) -> Result<T, StoreFailure> {
+        result.mapError { StoreFailure(description: $0.description) }
+    }
+}

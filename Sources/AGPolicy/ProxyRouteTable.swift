@@ -1,0 +1,106 @@
+import AGConfig
+
+/// A tenant's `routes`, ordered for longest-prefix matching; built once per snapshot.
+///
+/// Matching is segment-aware: a prefix matches the path equal to it, or a path continuing it
+/// with `/` (so `/api` matches `/api` and `/api/x` but not `/apiary`). A prefix ending in `/`
+/// matches everything below it and the path without that slash (`/v1/` matches `/v1`).
+public struct ProxyRouteTable: Sendable {
+    /// Longest prefix first, so the first match is the most specific one.
+    public let routes: [RouteConfig]
+
+    public init(_ routes: [RouteConfig]) {
+        self.routes = routes.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
+    }
+
+    /// The most specific route for `path` (already normalized by `ProxyPath`).
+    public func match(_ path: String) -> RouteConfig? {
+        routes.first { Self.matches(path, prefix: $0.prefix) }
+    }
+
+    public static func matches(_ path: String, prefix: String) -> Bool {
+        let p = path.utf8, q = prefix.utf8
+        if q.last == UInt8(ascii: "/") {
+            if p.starts(with: q) { return true }
+            return p.count == q.count - 1 && q.starts(with: p)
+        }
+        guard p.starts(with: q) else { return false }
+        return p.count == q.count || p[p.index(p.startIndex, offsetBy: q.count)] == UInt8(ascii: "/")
+    }
+}
+
+/// The request path as routes are matched against it.
+///
+/// Upstream frameworks commonly merge `//`, decode percent-encoded letters and resolve dot
+/// segments before routing. Matching the raw path could then apply a lenient route's rules
+/// (`auth: none`) to a path the upstream serves under a strict one, so the gateway matches on
+/// the normalized form, forwards the path untouched, and refuses the shapes whose meaning
+/// differs between servers: dot segments (also encoded), encoded `/` or `\`, a raw `\`, NUL.
+public enum ProxyPath {
+    /// The path routes are matched against; `nil` when the target must be refused (400).
+    public static func normalizedForMatching(_ path: Substring) -> String? {
+        let bytes = Array(path.utf8)
+        guard bytes.first == UInt8(ascii: "/") else { return nil }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+                    return nil
+                }
+                let value = high << 4 | low
+                switch value {
+                case UInt8(ascii: "/"), UInt8(ascii: "\\"), 0:
+                    return nil
+                case _ where isUnreserved(value):
+                    decoded.append(value)
+                default:
+                    // Other escapes keep their meaning; upper-case them so `%3a` and `%3A` match alike.
+                    decoded.append(UInt8(ascii: "%"))
+                    decoded.append(upperHex(high))
+                    decoded.append(upperHex(low))
+                }
+                index += 3
+                continue
+            }
+            if byte == UInt8(ascii: "\\") || byte == 0 { return nil }
+            if byte == UInt8(ascii: "/"), decoded.last == UInt8(ascii: "/") {
+                index += 1
+                continue
+            }
+            decoded.append(byte)
+            index += 1
+        }
+        for segment in decoded.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+            if segment.elementsEqual([UInt8(ascii: ".")]) || segment.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) {
+                return nil
+            }
+        }
+        return String(decoding: decoded, as: UTF8.self)
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            true
+        default:
+            false
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    private static func upperHex(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
+    }
+}

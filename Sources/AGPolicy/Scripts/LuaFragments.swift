@@ -1,0 +1,71 @@
+import AGConfig
+
+/// Lua pieces the gateway's scripts are composed from.
+///
+/// Every script takes the time from its caller: `ARGV[1]` is now in Unix µs (a `TimeSource`),
+/// and no script calls Redis `TIME`, so tests can replay exact timelines and advance time
+/// instead of sleeping.
+public enum LuaFragments {
+    /// Defines `now_us` (Unix µs, from `ARGV[1]`) and `now` (Unix ms).
+    public static let now = """
+        local now_us = tonumber(ARGV[1])
+        local now = math.floor(now_us / 1000)
+
+        """
+
+    /// `quota_and_challenge(now, keyId, challengeKey, madKey, graceKey, challengeTTL, madLimit,
+    /// graceMs, monthKeyTTL)`, shared by the refresh's and the attestation's prepare scripts: a
+    /// device not yet counted this month passes while the tenant is under its
+    /// monthly-active-device limit or within the grace period (which starts the first time the
+    /// tenant is seen over it); then the challenge must be known, unused and fresh, and is
+    /// spent. Returns nil when the request may go on, else the refusal `{code, …}`.
+    public static let quotaAndChallenge = """
+        local function quota_and_challenge(now, key_id, challenge_key, mad_key, grace_key, ttl, limit, grace, key_ttl)
+          if limit >= 0 and redis.call('SISMEMBER', mad_key, key_id) == 0 then
+            local current = redis.call('SCARD', mad_key)
+            if current >= limit then
+              local started = redis.call('GET', grace_key)
+              if not started then
+                redis.call('SET', grace_key, now, 'EX', key_ttl)
+                started = now
+              end
+              if now - tonumber(started) > grace then
+                return {'quota_exceeded', tostring(limit), tostring(current)}
+              end
+            end
+          end
+          local c = redis.call('GET', challenge_key)
+          if not c then return {'challenge_invalid'} end
+          if string.sub(c, 1, 5) == 'used:' then return {'challenge_already_used'} end
+          if now - tonumber(c) > ttl then return {'challenge_expired'} end
+          redis.call('SET', challenge_key, 'used:' .. now, 'KEEPTTL')
+          return nil
+        end
+
+        """
+
+    /// `counted(keyId, madKey, subject, subjectKey, deviceKey, monthKeyTTL)`: the tail both
+    /// commit scripts share — count the device for the month, read the subject's subscription —
+    /// returning `{'ok', subject, subscription, newlyCounted, count}`.
+    public static let countedReply = """
+        local function counted(key_id, mad_key, subject, subject_key, device_key, key_ttl)
+          local added = redis.call('SADD', mad_key, key_id)
+          if added == 1 then redis.call('EXPIRE', mad_key, key_ttl) end
+          local count = redis.call('SCARD', mad_key)
+          local subscription = ''
+          if subject ~= '' and subject_key ~= device_key then subscription = redis.call('GET', subject_key) or '' end
+          return {'ok', subject, subscription, added, count}
+        end
+
+        """
+}
+
+extension DeviceLimit {
+    /// The limit as the scripts read it: the number, or -1 for unlimited.
+    public var scriptArgument: String {
+        switch self {
+        case .limited(let value): String(value)
+        case .unlimited: "-1"
+        }
+    }
+}

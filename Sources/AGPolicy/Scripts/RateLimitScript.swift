@@ -1,0 +1,103 @@
+import AGConfig
+import AGRedis
+
+/// The token-bucket decision as one Redis Lua script: `TokenBucket`'s maths, atomically, on
+/// one or more buckets at once, at the time the caller passes (`TimeSource`: the Redis-aligned
+/// clock in production, a controlled one in tests).
+///
+/// - `KEYS[i]`: a bucket hash (`tokens` in units, `ts` in Unix µs). `ARGV[1]`: now (Unix µs);
+///   `ARGV[1 + i]`: bucket i's limit per minute. A missing hash is a full bucket.
+/// - A request is allowed only when *every* bucket holds a token; then one token is taken from
+///   each. When any bucket is empty nothing is written, so a refused request changes no state.
+/// - A written bucket expires when it would be full again plus a second: an idle bucket
+///   vanishes, and a missing bucket reads as full, which it would be by then.
+/// - Reply: `{allowed, then per bucket: hadToken, remaining, resetAt, retryAfter}` (integers;
+///   `retryAfter` is 0 unless the request is refused and this bucket is empty).
+///
+/// Tenant keys (`ag:{APPID}:rl:…`) and IP keys (`ag:ip:{IP}:rl:…`) hash to different cluster
+/// slots: one call spanning both works on a single Redis (or a primary with replicas), while
+/// Redis Cluster would reject it with CROSSSLOT and needs one call per key instead, giving up
+/// the all-or-nothing take.
+public enum RateLimitScript {
+    public static let source = LuaFragments.now + takeFunction + "return take_buckets(now_us, KEYS, ARGV, 2)\n"
+
+    public static let script = RedisScript(source)
+
+    /// The script's arguments for `checks` at `now` (Unix µs).
+    public static func arguments(_ checks: [BucketCheck], now: Int64) -> [String] {
+        [String(now)] + checks.map { String($0.limitPerMinute) }
+    }
+
+    /// Defines the Lua function `take_buckets(now, keys, args, first)` (bucket i's limit is
+    /// `args[first + i - 1]`) returning the reply described above, so another script (the
+    /// refresh's `prepare`) can take a bucket in the same round trip. Mirrors `TokenBucket.refill`, `consume` and `decision` step by step; the numbers
+    /// stay integers below 2^53, so Lua's doubles compute them exactly.
+    public static let takeFunction = """
+        local function take_buckets(now, keys, limit_args, first)
+        local COST = \(TokenBucket.unitsPerToken)
+        local n = #keys
+        local limits, units, stamps = {}, {}, {}
+        local allowed = 1
+        for i = 1, n do
+          local limit = tonumber(limit_args[first + i - 1])
+          if not limit or limit < 1 or limit > \(TokenBucket.maximumLimitPerMinute) or limit % 1 ~= 0 then
+            return redis.error_reply('ERR rate limit ' .. tostring(limit_args[first + i - 1]) .. ' out of range')
+          end
+          local cap = limit * COST
+          local state = redis.call('HMGET', keys[i], 'tokens', 'ts')
+          local u, ts = tonumber(state[1]), tonumber(state[2])
+          if u == nil or ts == nil then
+            u, ts = cap, now
+          else
+            if u < 0 then u = 0 end
+            local elapsed = now - ts
+            if elapsed < 0 then elapsed = 0 end
+            if elapsed > COST then elapsed = COST end
+            u = math.min(cap, u + elapsed * limit)
+            if now > ts then ts = now end
+          end
+          if u < COST then allowed = 0 end
+          limits[i], units[i], stamps[i] = limit, u, ts
+        end
+        local reply = {allowed}
+        for i = 1, n do
+          local limit, u, ts = limits[i], units[i], stamps[i]
+          local had = 0
+          if u >= COST then had = 1 end
+          if allowed == 1 then u = u - COST end
+          local toFull = math.ceil((limit * COST - u) / limit)
+          if allowed == 1 then
+            redis.call('HSET', keys[i], 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts))
+            redis.call('PEXPIRE', keys[i], math.ceil(toFull / 1000) + 1000)
+          end
+          local retryAfter = 0
+          if allowed == 0 and had == 0 then
+            retryAfter = math.max(1, math.ceil(math.ceil((COST - u) / limit) / 1000000))
+          end
+          reply[#reply + 1] = had
+          reply[#reply + 1] = math.floor(u / COST)
+          reply[#reply + 1] = math.ceil((ts + toFull) / 1000000)
+          reply[#reply + 1] = retryAfter
+        end
+        return reply
+        end
+
+        """
+
+    /// The per-bucket decisions in `checks` order, or nil when the reply has the wrong shape.
+    public static func decisions(from reply: RedisValue, limits: [Int]) -> (allowed: Bool, decisions: [TokenBucket.Decision])? {
+        guard let values = reply.array, values.count == 1 + 4 * limits.count, let allowed = values[0].int else {
+            return nil
+        }
+        var decisions: [TokenBucket.Decision] = []
+        decisions.reserveCapacity(limits.count)
+        for (index, limit) in limits.enumerated() {
+            let base = 1 + 4 * index
+            guard let had = values[base].int, let remaining = values[base + 1].int,
+                  let resetAt = values[base + 2].int, let retryAfter = values[base + 3].int else { return nil }
+            decisions.append(TokenBucket.Decision(allowed: had == 1, limit: limit, remaining: Int(remaining),
+                                                  resetAt: resetAt, retryAfter: Int(retryAfter)))
+        }
+        return (allowed == 1, decisions)
+    }
+}

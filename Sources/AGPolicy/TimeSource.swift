@@ -1,0 +1,56 @@
+import AGFormats
+import Synchronization
+
+/// Where every decision reads the time: Unix microseconds.
+///
+/// The gateway passes it into every Lua script (none reads Redis `TIME` itself), into token
+/// issuing and checking and into the monthly-active-device month, so tests can fix or advance
+/// the time instead of sleeping. In production it is `AlignedTime`: this host's clock corrected
+/// by its measured offset from the Redis clock, so instances whose clocks disagree still share
+/// one timeline.
+public protocol TimeSource: Sendable {
+    /// Unix time in microseconds.
+    var nowMicroseconds: Int64 { get }
+}
+
+extension TimeSource {
+    /// Unix time in whole milliseconds.
+    public var nowMilliseconds: Int64 { nowMicroseconds / 1000 }
+    /// Unix time in seconds, with a fraction.
+    public var nowSeconds: Double { Double(nowMicroseconds) / 1_000_000 }
+    /// The UTC calendar fields of now.
+    public var nowUTC: UTCDateTime { UTCDateTime(unixMilliseconds: nowMilliseconds) }
+}
+
+/// This host's clock, unadjusted.
+public struct SystemTime: TimeSource {
+    public init() {}
+
+    public var nowMicroseconds: Int64 { TokenBucket.wallClockMicroseconds() }
+}
+
+/// This host's clock plus an offset to a reference clock (Redis `TIME`), kept current by
+/// whoever measures it. Until the first measurement the offset is zero.
+public final class AlignedTime: TimeSource {
+    private let offset = Atomic<Int64>(0)
+    private let measured = Atomic<Bool>(false)
+
+    public init() {}
+
+    public var nowMicroseconds: Int64 {
+        TokenBucket.wallClockMicroseconds() + offset.load(ordering: .relaxed)
+    }
+
+    /// The offset in use (reference minus local, µs), and whether it was ever measured.
+    public var currentOffset: (microseconds: Int64, measured: Bool) {
+        (offset.load(ordering: .relaxed), measured.load(ordering: .relaxed))
+    }
+
+    /// Records a measurement: the reference read `reference` while the local clock went from
+    /// `sent` to `received` (all Unix µs); the midpoint of the round trip is taken as the
+    /// moment the reference was read.
+    public func record(reference: Int64, sent: Int64, received: Int64) {
+        offset.store(reference - (sent + (received - sent) / 2), ordering: .relaxed)
+        measured.store(true, ordering: .relaxed)
+    }
+}

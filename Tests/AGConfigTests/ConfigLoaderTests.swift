@@ -1,0 +1,362 @@
+import AGTestSupport
+import AGFormats
+import FoundationEssentials
+import Testing
+
+@testable import AGConfig
+
+@Suite struct ConfigLoaderTests {
+    @Test func shippedConfigurationLoads() throws {
+        let fixture = try ConfigFixture()
+        #expect(fixture.problems() == [])
+        let config = try ConfigLoader.load(path: fixture.root + "/conf")
+        let gateway = config.gateway
+        #expect(gateway.tokens.issuer == "https://attestgate.example.com")
+        #expect(gateway.tokens.keys.first(where: \.isActive)?.kid == "dev-es256-1")
+        #expect(gateway.tokens.keys.first(where: \.isActive)?.file == fixture.root + "/conf/../.run/keys/dev-es256-1.pem")
+        #expect(gateway.appAttest.rootCAFile == fixture.root + "/conf/Apple_App_Attestation_Root_CA.pem")
+        #expect(gateway.admin.tokenFile == fixture.root + "/conf/../.run/admin-token")
+        #expect(config.tenants.all.count == 1)
+        let tenant = try #require(config.tenants.tenant(teamID: "ABCDE12345", bundleID: "com.example.app"))
+        #expect(tenant.appID == "ABCDE12345.com.example.app")
+        #expect(tenant.name == "example")
+        #expect(tenant.tier == "free")
+        #expect(tenant.environment == .development)
+        #expect(tenant.upstream?.description == "http://127.0.0.1:9000")
+        #expect(tenant.routes == [RouteConfig(prefix: "/api/", auth: .required),
+                                  RouteConfig(prefix: "/public/", auth: .anonymous)])
+        #expect(JSONValue.object(tenant.customClaims).serializedString() == #"{"features":["sync","export"],"plan":"beta"}"#)
+    }
+
+    @Test func shippedConfigurationNeedsTheDevelopmentKey() throws {
+        let fixture = try ConfigFixture()
+        try fixture.remove(".run/keys/dev-es256-1.pem")
+        #expect(fixture.problems() == [
+            #"conf/gateway.yaml:67: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
+        ])
+    }
+
+    /// A broken configuration and every line `check` must print for it.
+    struct BadCase: Sendable, CustomTestStringConvertible {
+        let name: String
+        /// Files to write, relative to the fixture root; `nil` content removes the file.
+        let files: [(String, String?)]
+        var directories: [String] = []
+        var checkPath: String? = nil
+        let expected: [String]
+
+        var testDescription: String { name }
+    }
+
+    static func gatewayWith(_ extra: String) -> String { ConfigFixture.minimalGateway + extra }
+
+    static let badCases: [BadCase] = [
+        BadCase(name: "unknown key", files: [("conf/gateway.yaml", gatewayWith("server:\n  listn: 0.0.0.0:80\n"))], expected: [
+            "conf/gateway.yaml:7: server.listn: unknown key (did you mean listen?); allowed keys: listen, workers, max_body_bytes, max_proxy_body_bytes, timeouts, shutdown_grace, trusted_proxies, tls",
+        ]),
+        BadCase(name: "unknown top-level key", files: [("conf/gateway.yaml", gatewayWith("loggin: {}\n"))], expected: [
+            "conf/gateway.yaml:6: loggin: unknown key; allowed keys: server, admin, redis, tokens, challenge, tiers, ip_limits, rate_limits, quotas, app_attest, tenants_dir, log",
+        ]),
+        BadCase(name: "wrong types", files: [("conf/gateway.yaml", gatewayWith("""
+            server:
+              workers: many
+              timeouts: 30s
+            log:
+              access_log: "yes"
+            ip_limits: [1, 2]
+
+            """))], expected: [
+            #"conf/gateway.yaml:7: server.workers: expected an integer, got "many""#,
+            #"conf/gateway.yaml:8: server.timeouts: expected a mapping, got "30s""#,
+            #"conf/gateway.yaml:10: log.access_log: expected true or false, got "yes""#,
+            "conf/gateway.yaml:11: ip_limits: expected a mapping, got a list",
+        ]),
+        BadCase(name: "out of range", files: [("conf/gateway.yaml", gatewayWith("server:\n  workers: -1\nip_limits:\n  validate: 0\nquotas:\n  warn_ratio: 1.5\n"))], expected: [
+            "conf/gateway.yaml:7: server.workers: expected an integer from 0 to 1024, got -1",
+            "conf/gateway.yaml:9: ip_limits.validate: expected an integer of at least 1, got 0",
+            "conf/gateway.yaml:11: quotas.warn_ratio: expected a number from 0.01 to 1, got 1.5",
+        ]),
+        BadCase(name: "bad durations", files: [("conf/gateway.yaml", gatewayWith("""
+            redis:
+              timeout: 250
+            challenge:
+              ttl: 5 minutes
+            server:
+              timeouts:
+                idle: 0s
+                read: 1.5s
+
+            """))], expected: [
+            "conf/gateway.yaml:7: redis.timeout: expected a duration like 250ms, 30s, 5m, 1h or 7d, got 250 (add a unit)",
+            #"conf/gateway.yaml:9: challenge.ttl: expected a duration like 250ms, 30s, 5m, 1h or 7d, got "5 minutes""#,
+            "conf/gateway.yaml:12: server.timeouts.idle: must be greater than zero",
+            #"conf/gateway.yaml:13: server.timeouts.read: expected a duration like 250ms, 30s, 5m, 1h or 7d, got "1.5s""#,
+        ]),
+        BadCase(name: "bad sizes", files: [("conf/gateway.yaml", gatewayWith("server:\n  max_body_bytes: 64KB\n  max_proxy_body_bytes: 0\n"))], expected: [
+            #"conf/gateway.yaml:7: server.max_body_bytes: expected a size like 1048576, 64KiB, 1MiB or 1GiB, got "64KB" (units are binary: KiB, MiB, GiB)"#,
+            "conf/gateway.yaml:8: server.max_proxy_body_bytes: must be greater than zero",
+        ]),
+        BadCase(name: "bad listen addresses", files: [("conf/gateway.yaml", gatewayWith("server:\n  listen: \"::1:8080\"\nadmin:\n  listen: localhost:99999\n"))], expected: [
+            #"conf/gateway.yaml:7: server.listen: expected host:port (IPv6 in brackets, e.g. [::]:8080), got "::1:8080""#,
+            #"conf/gateway.yaml:9: admin.listen: expected host:port (IPv6 in brackets, e.g. [::]:8080), got "localhost:99999""#,
+        ]),
+        BadCase(name: "bad CIDRs", files: [("conf/gateway.yaml", gatewayWith("server:\n  trusted_proxies: [10.0.0.1/8, 300.1.1.1, \"fd00::/129\", 10.0.0.0/8]\n"))], expected: [
+            #"conf/gateway.yaml:7: server.trusted_proxies[0]: "10.0.0.1/8" has host bits set; did you mean 10.0.0.0/8?"#,
+            #"conf/gateway.yaml:7: server.trusted_proxies[1]: expected an IPv4 or IPv6 address or CIDR block like 10.0.0.0/8 or fd00::/8, got "300.1.1.1""#,
+            #"conf/gateway.yaml:7: server.trusted_proxies[2]: expected an IPv4 or IPv6 address or CIDR block like 10.0.0.0/8 or fd00::/8, got "fd00::/129""#,
+        ]),
+        BadCase(name: "bad redis URL hides credentials", files: [("conf/gateway.yaml", gatewayWith("redis:\n  url: http://:secret@127.0.0.1:6379\n"))], expected: [
+            "conf/gateway.yaml:7: redis.url: expected redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N], got http://…",
+        ]),
+        BadCase(name: "https upstream", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: https://api.example.com\n")], expected: [
+            #"conf/tenants/example.yaml:3: upstream: only http:// upstreams are supported (the gateway speaks plain HTTP/1.1 to upstreams; terminate TLS in front of the upstream or use a local sidecar), got "https://api.example.com""#,
+        ]),
+        BadCase(name: "malformed upstream", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: http://api.example.com:http/x?y\n")], expected: [
+            #"conf/tenants/example.yaml:3: upstream: expected http://host[:port][/base path], got "http://api.example.com:http/x?y""#,
+        ]),
+        BadCase(name: "missing required keys", files: [
+            ("conf/gateway.yaml", "tokens:\n  keys:\n    - file: ../.run/keys/dev-es256-1.pem\n"),
+            ("conf/tenants/example.yaml", "bundle_id: com.example.app\nroutes:\n  - prefix: /api/\n"),
+        ], expected: [
+            "conf/gateway.yaml:1: tokens.issuer: missing required key",
+            "conf/gateway.yaml:3: tokens.keys[0].kid: missing required key",
+            "conf/tenants/example.yaml:1: team_id: missing required key",
+            "conf/tenants/example.yaml:1: upstream: missing required key (routes are proxied to it)",
+        ]),
+        BadCase(name: "empty files", files: [("conf/gateway.yaml", "# nothing yet\n"), ("conf/tenants/example.yaml", "")], expected: [
+            "conf/gateway.yaml:1: tokens: missing required key",
+            "conf/tenants/example.yaml:1: team_id: missing required key",
+            "conf/tenants/example.yaml:1: bundle_id: missing required key",
+        ]),
+        BadCase(name: "duplicate App ID across files", files: [
+            ("conf/tenants/example.yaml", nil),
+            ("conf/tenants/a-first.yaml", ConfigFixture.minimalTenant),
+            ("conf/tenants/b-second.yml", "# copy\n" + ConfigFixture.minimalTenant),
+        ], expected: [
+            "conf/tenants/b-second.yml:3: bundle_id: duplicate App ID ABCDE12345.com.example.app, already defined in conf/tenants/a-first.yaml:2",
+        ]),
+        BadCase(name: "unreadable tenant file", files: [], directories: ["conf/tenants/broken.yaml"], expected: [
+            "conf/tenants/broken.yaml: file is a directory",
+        ]),
+        BadCase(name: "missing gateway file", files: [], checkPath: "conf/nope.yaml", expected: [
+            "conf/nope.yaml: file does not exist",
+        ]),
+        BadCase(name: "missing tenants directory", files: [("conf/gateway.yaml", gatewayWith("tenants_dir: ../elsewhere\n"))], expected: [
+            #"conf/gateway.yaml:6: tenants_dir: directory "conf/../elsewhere" does not exist or is not a directory"#,
+        ]),
+        BadCase(name: "missing referenced files", files: [("conf/gateway.yaml", """
+            tokens:
+              issuer: x
+              keys:
+                - kid: k1
+                  file: keys/missing.pem
+            server:
+              tls:
+                cert: tls/cert.pem
+            app_attest:
+              test_ca: /nonexistent/test-ca.pem
+            admin:
+              token_file: admin-token
+
+            """)], expected: [
+            #"conf/gateway.yaml:5: tokens.keys[0].file: key file "conf/keys/missing.pem" does not exist"#,
+            "conf/gateway.yaml:7: server.tls.key: missing required key",
+            #"conf/gateway.yaml:8: server.tls.cert: certificate file "conf/tls/cert.pem" does not exist"#,
+            #"conf/gateway.yaml:10: app_attest.test_ca: test CA file "/nonexistent/test-ca.pem" does not exist"#,
+            #"conf/gateway.yaml:12: admin.token_file: admin token file "conf/admin-token" does not exist"#,
+        ]),
+        BadCase(name: "default admin token file missing", files: [(".run/admin-token", nil)], expected: [
+            #"conf/gateway.yaml:41: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+        ]),
+        BadCase(name: "an invalid token_env does not excuse a missing token file", files: [
+            (".run/admin-token", nil),
+            ("conf/gateway.yaml", gatewayWith("admin:\n  token_file: ../.run/admin-token\n  token_env: \"1BAD\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:7: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+            #"conf/gateway.yaml:8: admin.token_env: expected an environment variable name (letters, digits, _), got "1BAD""#,
+        ]),
+        BadCase(name: "default admin token file missing in a minimal gateway", files: [
+            (".run/admin-token", nil), ("conf/gateway.yaml", ConfigFixture.minimalGateway),
+        ], expected: [
+            #"conf/gateway.yaml:1: admin.token_file: admin token file "conf/../.run/admin-token" (the default) does not exist; create it or set admin.token_file or admin.token_env"#,
+        ]),
+        BadCase(name: "invalid YAML syntax", files: [("conf/tenants/example.yaml", "team_id: ABCDE12345\nbundle_id: [com.example.app\ntier: free\n")], expected: [
+            "conf/tenants/example.yaml:3: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 2)",
+        ]),
+        BadCase(name: "duplicate key", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "tier: pro\ntier: free\n")], expected: [
+            #"conf/tenants/example.yaml:4: duplicate key "tier" (first defined at line 3)"#,
+        ]),
+        BadCase(name: "aliases refused", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "custom_claims: &c {a: 1}\ntoken: *c\n")], expected: [
+            "conf/tenants/example.yaml:3: YAML anchors (&name) are not supported",
+        ]),
+        BadCase(name: "tags refused", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "tier: !!str free\n")], expected: [
+            "conf/tenants/example.yaml:3: YAML tags (tag:yaml.org,2002:str) are not supported",
+        ]),
+        BadCase(name: "bad enum", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            environment: staging
+            upstream: http://127.0.0.1:9000
+            routes:
+              - prefix: /api/
+              - prefix: /other/
+                auth: maybe
+
+            """)], expected: [
+            #"conf/tenants/example.yaml:3: environment: expected one of development, production, got "staging""#,
+            #"conf/tenants/example.yaml:8: routes[1].auth: expected one of required, none, got "maybe""#,
+        ]),
+        BadCase(name: "route prefix under gateway endpoints", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            upstream: http://127.0.0.1:9000/base/
+            routes:
+              - prefix: /api/v1/attestation/extra
+              - prefix: /healthz
+              - prefix: /.well-known/
+              - prefix: api/
+              - prefix: /ok/
+              - prefix: /ok/
+
+            """)], expected: [
+            #"conf/tenants/example.yaml:5: routes[0].prefix: "/api/v1/attestation/extra" is under /api/v1/attestation, which the gateway serves itself"#,
+            #"conf/tenants/example.yaml:6: routes[1].prefix: "/healthz" is under /healthz, which the gateway serves itself"#,
+            #"conf/tenants/example.yaml:7: routes[2].prefix: "/.well-known/" is under /.well-known, which the gateway serves itself"#,
+            #"conf/tenants/example.yaml:8: routes[3].prefix: expected a path prefix starting with / (printable ASCII, no query, fragment, . or .. segments), got "api/""#,
+            #"conf/tenants/example.yaml:10: routes[5].prefix: duplicate route prefix "/ok/" (also routes[4])"#,
+        ]),
+        BadCase(name: "two active keys", files: [("conf/gateway.yaml", """
+            tokens:
+              issuer: x
+              keys:
+                - kid: k1
+                  file: ../.run/keys/dev-es256-1.pem
+                  active: true
+                - kid: k2
+                  algorithm: RS256
+                  file: ../.run/keys/dev-es256-1.pem
+                  active: true
+
+            """)], expected: [
+            "conf/gateway.yaml:10: tokens.keys[1].active: only one key may be active; tokens.keys[0] is already active",
+        ]),
+        BadCase(name: "no active key, duplicate kid, bad algorithm", files: [("conf/gateway.yaml", """
+            tokens:
+              issuer: x
+              keys:
+                - kid: k1
+                  file: ../.run/keys/dev-es256-1.pem
+                - kid: k1
+                  algorithm: es256
+                  file: ../.run/keys/dev-es256-1.pem
+
+            """)], expected: [
+            "conf/gateway.yaml:3: tokens.keys: exactly one key must have active: true, found none",
+            #"conf/gateway.yaml:6: tokens.keys[1].kid: duplicate kid "k1" (first used at line 4)"#,
+            #"conf/gateway.yaml:7: tokens.keys[1].algorithm: expected one of ES256, RS256, got "es256""#,
+        ]),
+        BadCase(name: "unknown tier", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "environment: development\ntier: platinum\n")], expected: [
+            #"conf/tenants/example.yaml:4: tier: unknown tier "platinum"; defined tiers: business, enterprise, free, pro"#,
+        ]),
+        BadCase(name: "bad tiers", files: [("conf/gateway.yaml", gatewayWith("""
+            tiers:
+              pro: { api: 0 }
+              gold: { attest: 1, challenge: 2, api: 3 }
+              Bad: { attest: 1, challenge: 2, api: 3, mad_limit: 4 }
+              enterprise: { mad_limit: infinite }
+
+            """))], expected: [
+            "conf/gateway.yaml:7: tiers.pro.api: expected an integer of at least 1, got 0",
+            "conf/gateway.yaml:8: tiers.gold.mad_limit: missing required key",
+            "conf/gateway.yaml:9: tiers.Bad: tier names use lowercase letters, digits, - and _ (at most 32 characters)",
+            #"conf/gateway.yaml:10: tiers.enterprise.mad_limit: expected a positive integer or unlimited, got "infinite""#,
+        ]),
+        BadCase(name: "test CA on a production tenant", files: [
+            ("conf/gateway.yaml", gatewayWith("app_attest:\n  test_ca: Apple_App_Attestation_Root_CA.pem\n")),
+            ("conf/tenants/example.yaml", ConfigFixture.minimalTenant),
+            ("conf/tenants/prod2.yaml", "team_id: ABCDE12345\nbundle_id: com.example.other\nenvironment: production\n"),
+            ("conf/tenants/dev.yaml", "team_id: ABCDE12345\nbundle_id: com.example.dev\nenvironment: development\n"),
+        ], expected: [
+            "conf/tenants/example.yaml:1: environment: a production tenant cannot trust the test CA (app_attest.test_ca); use environment: development or set app_attest.allow_test_ca: true",
+            "conf/tenants/prod2.yaml:3: environment: a production tenant cannot trust the test CA (app_attest.test_ca); use environment: development or set app_attest.allow_test_ca: true",
+        ]),
+        BadCase(name: "bad tenant identity and token", files: [("conf/tenants/example.yaml", """
+            team_id: abcde12345
+            bundle_id: com..app
+            token:
+              header: "X-Attest-Token"
+              ttl: 0s
+
+            """)], expected: [
+            #"conf/tenants/example.yaml:1: team_id: expected 10 uppercase letters or digits (an Apple team ID), got "abcde12345""#,
+            #"conf/tenants/example.yaml:2: bundle_id: expected a reverse-DNS bundle ID like com.example.app (letters, digits, - in dot-separated parts), got "com..app""#,
+            "conf/tenants/example.yaml:4: token.header: X-Attest-* headers are removed from every request before forwarding; choose another header",
+            "conf/tenants/example.yaml:5: token.ttl: must be greater than zero",
+        ]),
+        BadCase(name: "bad forwarding", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            environment: development
+            forward:
+              claims:
+                sub: X-Device
+                subjct: X-Subject
+                sub.x: X-Sub-X
+                custom_claims.plan: x_device
+                team_id: Host
+                bundle_id: "Bad Header"
+              payload_header: true
+              forward_authorization: "no"
+            custom_claims:
+              subscription: {tier: gold}
+              ratio: .inf
+
+            """)], expected: [
+            #"conf/tenants/example.yaml:7: forward.claims.subjct: unknown claim "subjct"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
+            #"conf/tenants/example.yaml:8: forward.claims.sub.x: unknown claim "sub.x"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
+            "conf/tenants/example.yaml:9: forward.claims.custom_claims.plan: header x_device is already used by forward.claims.sub",
+            "conf/tenants/example.yaml:10: forward.claims.team_id: Host is managed by the proxy and cannot carry claims",
+            #"conf/tenants/example.yaml:11: forward.claims.bundle_id: expected an HTTP header name, got "Bad Header""#,
+            "conf/tenants/example.yaml:12: forward.payload_header: expected a header name, or false to disable, got true",
+            #"conf/tenants/example.yaml:13: forward.forward_authorization: expected true or false, got "no""#,
+            "conf/tenants/example.yaml:15: custom_claims.subscription: reserved: the subscription claim is set per subject through the admin API",
+            "conf/tenants/example.yaml:16: custom_claims.ratio: JSON has no infinity or NaN; quote it to send a string",
+        ]),
+        BadCase(name: "payload header clashing with a default claim header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            environment: development
+            forward:
+              payload_header: x-attest-key_id
+
+            """)], expected: [
+            "conf/tenants/example.yaml:5: forward.payload_header: header x-attest-key_id is already used by the default forward.claims.sub",
+        ]),
+        BadCase(name: "claim header clashing with the default payload header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            environment: development
+            forward:
+              claims: { sub: X-Attest-Claims }
+
+            """)], expected: [
+            "conf/tenants/example.yaml:5: forward.claims.sub: header X-Attest-Claims is already used by the default forward.payload_header",
+        ]),
+        BadCase(name: "bad platform SSO", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            environment: development
+            platform_sso:
+              path_prefix: /.well-known/psso
+              audience: https://idp.example.com
+              nonce_claim_name: "request-nonce"
+
+            """)], expected: [
+            "conf/tenants/example.yaml:4: platform_sso.client_id: missing required key",
+            #"conf/tenants/example.yaml:5: platform_sso.path_prefix: "/.well-known/psso" is under /.well-known, which the gateway serves itself"#,
+            #"conf/tenants/example.yaml:7: platform_sso.nonce_claim_name: expected a claim name (letters, digits, _), got "request-nonce""#,
+        ]),
+    ]
+
+    @Test(arguments: badCases)
+    func badConfigurationIsRejected(_ badCase: BadCase) throws {
+        let fixture = try ConfigFixture()
+        for directory in badCase.directories { try fixture.makeDirectory(directory) }
+        for (path, content) in badCase.files {
+            if let content { try fixture.write(path, content) } else { try fixture.remove(path) }
+        }
+        let problems = fixture.problems(path: badCase.checkPath.map { fixture.root + "/" + $0 })
+        #expect(problems == badCase.expected)
+        #expect(throws: ConfigError.self) {
+            try ConfigLoader.load(path: badCase.checkPath.map { fixture.root + "/" + $0 } ?? fixture.gatewayPath)
+        }
+    }
+}

@@ -1,0 +1,224 @@
+import AGConfig
+import AGPolicy
+import Synchronization
+
+@testable import AGGateway
+
+/// In-memory stand-ins for the services handlers use. Each answers at once (the router then
+/// finishes within `handle`) with what the test scripted, and records what it was asked.
+
+final class FakeDevices: DeviceRecords, DeviceAdministration {
+    var prepareRefreshReply: Result<(RateLimitOutcome, RefreshPrepared), StoreFailure> = .failure(StoreFailure(description: "unscripted"))
+    var commitRefreshReply: Result<CommitOutcome, StoreFailure> = .failure(StoreFailure(description: "unscripted"))
+    var prepareAttestationReply: Result<AttestationPrepared, StoreFailure> = .failure(StoreFailure(description: "unscripted"))
+    var commitAttestationReply: Result<CommitOutcome, StoreFailure> = .failure(StoreFailure(description: "unscripted"))
+    var records: [String: DeviceRecord] = [:]
+    var usageReply = DeviceUsage(month: "202612", activeDevices: 0, graceStartedMilliseconds: nil)
+    var failAdmin = false
+
+    private(set) var preparedRefreshes: [RefreshPreparation] = []
+    private(set) var committedRefreshes: [RefreshCommit] = []
+    private(set) var invalidated: [String] = []
+    private(set) var preparedAttestations: [AttestationPreparation] = []
+    private(set) var committedAttestations: [AttestationCommit] = []
+    private(set) var imported: [ImportedDeviceKey] = []
+    private(set) var revoked: [String] = []
+    private(set) var subscriptions: [String: String] = [:]
+
+    /// Every call that would have changed state.
+    var writes: Int {
+        preparedRefreshes.count + committedRefreshes.count + invalidated.count + preparedAttestations.count
+            + committedAttestations.count + imported.count + revoked.count + subscriptions.count
+    }
+
+    func prepareRefresh(_ request: RefreshPreparation,
+                        completion: @escaping (Result<(RateLimitOutcome, RefreshPrepared), StoreFailure>) -> Void) {
+        preparedRefreshes.append(request)
+        completion(prepareRefreshReply)
+    }
+
+    func commitRefresh(_ request: RefreshCommit, completion: @escaping (Result<CommitOutcome, StoreFailure>) -> Void) {
+        committedRefreshes.append(request)
+        completion(commitRefreshReply)
+    }
+
+    func invalidate(tenant: Tenant, keyID: String, completion: @escaping (Result<Void, StoreFailure>) -> Void) {
+        invalidated.append(keyID)
+        completion(.success(()))
+    }
+
+    func prepareAttestation(_ request: AttestationPreparation,
+                            completion: @escaping (Result<AttestationPrepared, StoreFailure>) -> Void) {
+        preparedAttestations.append(request)
+        completion(prepareAttestationReply)
+    }
+
+    func commitAttestation(_ request: AttestationCommit, completion: @escaping (Result<CommitOutcome, StoreFailure>) -> Void) {
+        committedAttestations.append(request)
+        completion(commitAttestationReply)
+    }
+
+    func importKey(_ key: ImportedDeviceKey, completion: @escaping (Result<Void, StoreFailure>) -> Void) {
+        guard !failAdmin else { return completion(.failure(StoreFailure(description: "down"))) }
+        imported.append(key)
+        completion(.success(()))
+    }
+
+    func read(tenant: Tenant, keyID: String, completion: @escaping (Result<DeviceRecord?, StoreFailure>) -> Void) {
+        guard !failAdmin else { return completion(.failure(StoreFailure(description: "down"))) }
+        completion(.success(records[keyID]))
+    }
+
+    func revoke(tenant: Tenant, keyID: String, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
+        guard !failAdmin else { return completion(.failure(StoreFailure(description: "down"))) }
+        guard records[keyID] != nil else { return completion(.success(false)) }
+        revoked.append(keyID)
+        completion(.success(true))
+    }
+
+    func setSubscription(tenant: Tenant, subjectID: String, json: String, completion: @escaping (Result<Void, StoreFailure>) -> Void) {
+        guard !failAdmin else { return completion(.failure(StoreFailure(description: "down"))) }
+        subscriptions[subjectID] = json
+        completion(.success(()))
+    }
+
+    func usage(tenant: Tenant, completion: @escaping (Result<DeviceUsage, StoreFailure>) -> Void) {
+        guard !failAdmin else { return completion(.failure(StoreFailure(description: "down"))) }
+        completion(.success(usageReply))
+    }
+}
+
+final class FakeChallenges: ChallengeIssuer {
+    var reply: Result<IssuedChallenge, StoreFailure> = .success(IssuedChallenge(challenge: "c", issuedAtMilliseconds: 0))
+    private(set) var issued = 0
+
+    func issue(tenant: Tenant, ttl: Duration, completion: @escaping (Result<IssuedChallenge, StoreFailure>) -> Void) {
+        issued += 1
+        completion(reply)
+    }
+}
+
+/// Answers every check from in-process token buckets on the harness clock, like
+/// `LocalBuckets`; `unavailable` makes it behave like a limiter whose Redis is down.
+final class FakeLimiter: Limiter {
+    let buckets: LocalBuckets
+    var unavailable = false
+    private(set) var checked: [[BucketCheck]] = []
+
+    init(time: any TimeSource) {
+        buckets = LocalBuckets(time: time)
+    }
+
+    func check(_ checks: [BucketCheck], fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void) {
+        checked.append(checks)
+        if unavailable {
+            switch fallback {
+            case .refuse: return completion(.storeUnavailable)
+            case .allow: return completion(.allowed(nil))
+            case .local: break
+            }
+        }
+        let (allowed, decisions) = buckets.take(checks)
+        completion(.combining(checks, allowed: allowed, decisions))
+    }
+}
+
+final class FakeTiers: TierAdministration {
+    var overrides: [String: String] = [:]
+
+    func effectiveTier(appID: String, fileTier: String, fileTiers: [String: RateTier]) -> RateTier {
+        fileTiers[overrides[appID] ?? fileTier] ?? RateTier.builtIn["free"]!
+    }
+
+    func tenantTierOverride(appID: String) -> String? { overrides[appID] }
+
+    func effectiveTiers(fileTiers: [String: RateTier]) -> [String: RateTier] { fileTiers }
+
+    func setTenantTier(appID: String, tier: String, fileTiers: [String: RateTier],
+                       completion: @escaping (Result<Void, TierChangeError>) -> Void) {
+        guard fileTiers[tier] != nil else { return completion(.failure(.unknownTier(tier))) }
+        overrides[appID] = tier
+        completion(.success(()))
+    }
+
+    func clearTenantTier(appID: String, completion: @escaping (Result<Bool, TierChangeError>) -> Void) {
+        completion(.success(overrides.removeValue(forKey: appID) != nil))
+    }
+
+    func setTier(name: String, numbers: TierNumbers, fileTiers: [String: RateTier],
+                 completion: @escaping (Result<RateTier, TierChangeError>) -> Void) {
+        guard let tier = numbers.tier(named: name, over: fileTiers[name]) else {
+            return completion(.failure(.invalidNumbers("missing numbers")))
+        }
+        completion(.success(tier))
+    }
+}
+
+final class FakeRevocations: RevocationState {
+    var epoch = 0
+    var revokedInStore: Set<String> = []
+    var storeDown = false
+    private var known: Set<String> = []
+    private(set) var storeChecks = 0
+
+    func isRevoked(appID: String, keyID: String) -> Bool { known.contains(keyID) }
+
+    func markRevoked(appID: String, keyID: String) { known.insert(keyID) }
+
+    func checkStore(tenant: Tenant, keyID: String, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
+        storeChecks += 1
+        completion(storeDown ? .failure(StoreFailure(description: "down")) : .success(revokedInStore.contains(keyID)))
+    }
+}
+
+/// Stands in for the upstream: records what would be forwarded and answers 200.
+final class FakeForwarder: Forwarder {
+    private(set) var forwarded: [(tenant: String, injected: [(name: String, value: String)])] = []
+
+    func forward(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, injected: [(name: String, value: String)]) {
+        forwarded.append((tenant.appID, injected))
+        context.respond(status: 200, json: #"{"upstream":true}"#)
+    }
+}
+
+final class FakeHealth: StoreHealth {
+    var healthy = true
+    func check(completion: @escaping (Bool) -> Void) { completion(healthy) }
+}
+
+final class FakeReloader: ConfigReloader {
+    var reply: Result<Int, ConfigError> = .success(2)
+    private(set) var reloads = 0
+
+    func reload(completion: @escaping (Result<Int, ConfigError>) -> Void) {
+        reloads += 1
+        completion(reply)
+    }
+}
+
+final class RecordingMetrics: MetricsSink {
+    private(set) var counters: [String: Int] = [:]
+    private(set) var requests: [(route: String, status: Int, code: String?)] = []
+
+    func increment(_ series: String, by amount: Int) { counters[series, default: 0] += amount }
+
+    func recordRequest(tenant: String, route: String, status: Int, code: String?, seconds: Double) {
+        requests.append((route, status, code))
+    }
+}
+
+final class RecordingLog: LogSink {
+    private let lines = Mutex<[String]>([])
+
+    func log(_ level: Logger.Level, _ message: String, _ fields: [(String, LogValue)]) {
+        let rendered = ([message] + fields.map { "\($0.0)=\($0.1.text)" }).joined(separator: " ")
+        lines.withLock { $0.append(rendered) }
+    }
+
+    var all: [String] { lines.withLock { $0 } }
+}
+
+final class RecordingAccessLog: AccessLogSink {
+    private(set) var lines: [String] = []
+    func append(_ line: String) { lines.append(line) }
+}

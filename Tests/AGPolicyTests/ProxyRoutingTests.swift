@@ -1,0 +1,44 @@
+import Testing
+
+@testable import AGConfig
+@testable import AGPolicy
+
+/// Route matching and the path form it runs on.
+@Suite struct ProxyRoutingTests {
+    static let table = ProxyRouteTable([
+        RouteConfig(prefix: "/", auth: .required),
+        RouteConfig(prefix: "/public", auth: .anonymous),
+        RouteConfig(prefix: "/public/private/", auth: .required),
+        RouteConfig(prefix: "/v1/", auth: .anonymous),
+    ])
+
+    @Test(arguments: [
+        ("/", "/"), ("/anything", "/"), ("/public", "/public"), ("/public/x", "/public"), ("/publicity", "/"),
+        ("/public/private", "/public/private/"), ("/public/private/x", "/public/private/"), ("/public/privatex", "/public"),
+        ("/v1", "/v1/"), ("/v1/users", "/v1/"), ("/v10", "/"),
+    ])
+    func longestPrefixWins(path: String, prefix: String) {
+        #expect(Self.table.match(path)?.prefix == prefix)
+    }
+
+    @Test func noCatchAllMeansNoMatch() {
+        let table = ProxyRouteTable([RouteConfig(prefix: "/api", auth: .required)])
+        #expect(table.match("/other") == nil)
+        #expect(table.match("/apix") == nil)
+        #expect(table.match("/api")?.prefix == "/api")
+    }
+
+    @Test(arguments: [
+        ("/a/b", "/a/b"), ("/a//b", "/a/b"), ("//public", "/public"), ("/%70ublic/x", "/public/x"), ("/a%3ab", "/a%3Ab"),
+        ("/a%20b", "/a%20b"), ("/a.b/c..d", "/a.b/c..d"), ("/", "/"),
+    ])
+    func normalization(raw: String, normalized: String) {
+        #expect(ProxyPath.normalizedForMatching(raw[...]) == normalized)
+    }
+
+    @Test(arguments: ["/a/../b", "/a/./b", "/..", "/a/%2e%2e/b", "/a/.%2E/b", "/a%2Fb", "/a%5cb", "/a\\b", "/a%00", "/a%",
+                      "/a%zz", "*", "http://example.com/a", ""])
+    func refusedPaths(raw: String) {
+        #expect(ProxyPath.normalizedForMatching(raw[...]) == nil)
+    }
+}
