@@ -12,7 +12,8 @@ extension GatewayConfig {
                            "quotas", "app_attest", "tenants_dir", "log"]
         static let server = ["listen", "workers", "max_body_bytes", "max_proxy_body_bytes", "timeouts",
                              "shutdown_grace", "trusted_proxies", "tls"]
-        static let timeouts = ["read", "write", "idle", "upstream_connect", "upstream_response"]
+        static let timeouts = ["read", "header", "body_min_rate", "body_rate_window", "write", "idle", "upstream_connect",
+                               "upstream_response"]
         static let tls = ["cert", "key"]
         static let admin = ["listen", "token_file", "token_env"]
         static let redis = ["url", "timeout"]
@@ -90,6 +91,9 @@ extension GatewayConfig {
             maxProxyBodyBytes: m?["max_proxy_body_bytes"].flatMap { d.byteSize($0) } ?? 100 << 20,
             timeouts: ServerTimeouts(
                 read: timeout("read", .seconds(30)),
+                header: timeout("header", .seconds(10)),
+                bodyMinRate: timeouts?["body_min_rate"].flatMap { d.int($0, in: 0...(1 << 30)) } ?? 240,
+                bodyRateWindow: timeout("body_rate_window", .seconds(5)),
                 write: timeout("write", .seconds(30)),
                 idle: timeout("idle", .seconds(60)),
                 upstreamConnect: timeout("upstream_connect", .seconds(2)),

@@ -49,6 +49,11 @@ public struct ServerConfig: Sendable, Hashable {
 /// `server.timeouts`.
 public struct ServerTimeouts: Sendable, Hashable {
     public let read: Duration
+    /// Deadline for a whole request head from its first byte (`timeouts.header`).
+    public let header: Duration
+    /// Least body rate in bytes per second over each `bodyRateWindow`; 0 turns the check off.
+    public let bodyMinRate: Int
+    public let bodyRateWindow: Duration
     public let write: Duration
     /// Keep-alive idle time of client connections.
     public let idle: Duration

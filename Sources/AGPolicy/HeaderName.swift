@@ -34,12 +34,37 @@ public enum HeaderName {
         return true
     }
 
-    private static let attestPrefix = Array("x-attest-".utf8)
+    @usableFromInline static let attestPrefix = Array("x-attest-".utf8)
 
-    @inline(__always)
-    private static func normalize(_ byte: UInt8) -> UInt8 {
+    @inlinable @inline(__always)
+    static func normalize(_ byte: UInt8) -> UInt8 {
         if byte == UInt8(ascii: "_") { return UInt8(ascii: "-") }
         if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { return byte | 0x20 }
         return byte
+    }
+}
+
+extension HeaderName {
+    /// Whether `bytes[range]` normalizes to `target` (already normalized). Inlinable: it runs
+    /// for every inbound field.
+    @inlinable
+    public static func matches(_ bytes: Span<UInt8>, _ range: Range<Int>, _ target: [UInt8]) -> Bool {
+        guard range.count == target.count else { return false }
+        var index = 0
+        for position in range {
+            if normalize(bytes[position]) != target[index] { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// Whether `bytes[range]` normalizes to something starting with `x-attest-`.
+    @inlinable
+    public static func hasAttestPrefix(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
+        guard range.count >= attestPrefix.count else { return false }
+        for index in 0..<attestPrefix.count where normalize(bytes[range.lowerBound + index]) != attestPrefix[index] {
+            return false
+        }
+        return true
     }
 }

@@ -73,12 +73,40 @@ public enum ProxyPath {
             decoded.append(byte)
             index += 1
         }
-        for segment in decoded.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
-            if segment.elementsEqual([UInt8(ascii: ".")]) || segment.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) {
-                return nil
-            }
+        for segment in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
+        where isAmbiguousSegment(Array(segment)) {
+            return nil
         }
         return String(decoding: decoded, as: UTF8.self)
+    }
+
+    /// A segment some upstream may read as a dot segment or a separator: after percent-decoding
+    /// twice (servers that decode again after routing) and cutting path parameters at `;`
+    /// (Tomcat reads `/..;/` as `/../`), it is `.` or `..`, or it holds `/`, `\` or NUL.
+    private static func isAmbiguousSegment(_ raw: [UInt8]) -> Bool {
+        var segment = percentDecoded(percentDecoded(raw))
+        if let semicolon = segment.firstIndex(of: UInt8(ascii: ";")) { segment.removeSubrange(semicolon...) }
+        if segment == [UInt8(ascii: ".")] || segment == [UInt8(ascii: "."), UInt8(ascii: ".")] { return true }
+        return segment.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") || $0 == 0 }
+    }
+
+    /// Every valid `%XX` decoded; anything else kept as it is.
+    private static func percentDecoded(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.contains(UInt8(ascii: "%")) else { return bytes }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
+               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
+                out.append(high << 4 | low)
+                index += 3
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return out
     }
 
     private static func isUnreserved(_ byte: UInt8) -> Bool {

@@ -81,6 +81,19 @@ public struct TokenBucket: Sendable, Hashable {
         return next.decision(allowed: true)
     }
 
+    /// Takes as many tokens as there are, up to `count` (a lease for local spending), after
+    /// refilling to `now` under `limitPerMinute`. `granted` is 0 when the bucket holds no whole
+    /// token, and then the bucket is left as it was; the decision is allowed when any was granted.
+    public mutating func take(upTo count: Int, now: Int64, limitPerMinute: Int) -> (granted: Int, decision: Decision) {
+        var next = self
+        next.refill(now: now, limitPerMinute: limitPerMinute)
+        let granted = Int(min(Int64(max(1, count)), next.units / Self.unitsPerToken))
+        guard granted > 0 else { return (0, next.decision(allowed: false)) }
+        next.units -= Int64(granted) * Self.unitsPerToken
+        self = next
+        return (granted, next.decision(allowed: true))
+    }
+
     /// Takes one token under the current limit.
     public mutating func take(now: Int64) -> Decision {
         take(now: now, limitPerMinute: limitPerMinute)

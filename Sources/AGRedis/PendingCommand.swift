@@ -1,4 +1,52 @@
-/// One command awaiting its reply; completes exactly once, by reply, timeout or connection loss.
+/// A command's arguments as the caller gave them: strings (sent as their UTF-8 bytes) or bytes.
+/// Kept as given so a command waiting for a connection costs no copy.
+enum RedisArguments {
+    case strings([String])
+    case bytes([[UInt8]])
+
+    var count: Int {
+        switch self {
+        case .strings(let items): items.count
+        case .bytes(let items): items.count
+        }
+    }
+
+    /// The upper-cased command name, for routing decisions.
+    var name: String {
+        switch self {
+        case .strings(let items): items.first?.uppercased() ?? ""
+        case .bytes(let items): items.first.map { String(decoding: $0, as: UTF8.self).uppercased() } ?? ""
+        }
+    }
+
+    /// Argument `index` as bytes (copied for strings), for key hashing and redirects.
+    func bytes(at index: Int) -> [UInt8] {
+        switch self {
+        case .strings(let items): Array(items[index].utf8)
+        case .bytes(let items): items[index]
+        }
+    }
+
+    func string(at index: Int) -> String {
+        switch self {
+        case .strings(let items): items[index]
+        case .bytes(let items): String(decoding: items[index], as: UTF8.self)
+        }
+    }
+}
+
+/// A caller's command on its way to a server: arguments, the deadline fixed when it was first
+/// sent (redirects and retries do not extend it), and the completion that runs exactly once.
+struct RedisCommand {
+    let arguments: RedisArguments
+    let deadline: ContinuousClock.Instant
+    let completion: (Result<RedisValue, RedisError>) -> Void
+    /// MOVED/ASK redirects followed so far; bounded so a confused cluster cannot loop us.
+    var redirects = 0
+}
+
+/// One command written to a connection and awaiting its reply; completes exactly once, by
+/// reply, timeout or connection loss.
 final class PendingCommand {
     let deadline: ContinuousClock.Instant
     private var completion: ((Result<RedisValue, RedisError>) -> Void)?
@@ -18,29 +66,48 @@ final class PendingCommand {
     }
 }
 
-/// Commands in the order they were sent, which is the order Redis answers them, so deadlines
-/// are non-decreasing and one timer armed for the oldest live command covers them all.
+/// Commands in the order they were written. Deadlines are mostly non-decreasing, but a
+/// redirected or parked command keeps its older deadline, so expiry scans every live entry.
 struct CommandQueue {
     private var storage: [PendingCommand] = []
     private var head = 0
+
+    var isEmpty: Bool { head == storage.count }
 
     mutating func append(_ command: PendingCommand) {
         storage.append(command)
     }
 
-    /// Drops answered commands from the front and returns the oldest unanswered one.
-    mutating func firstPending() -> PendingCommand? {
+    /// Completes every command whose deadline passed with `.timeout` and returns the earliest
+    /// deadline still pending. Completions may append or clear, so the queue is re-read.
+    mutating func expire(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        dropCompleted()
+        var index = head
+        var earliest: ContinuousClock.Instant?
+        while index < storage.count {
+            let command = storage[index]
+            index += 1
+            if command.isCompleted { continue }
+            if command.deadline <= now {
+                command.complete(.failure(.timeout))
+            } else if earliest.map({ command.deadline < $0 }) ?? true {
+                earliest = command.deadline
+            }
+        }
+        dropCompleted()
+        return earliest
+    }
+
+    /// Drops answered commands from the front.
+    private mutating func dropCompleted() {
         while head < storage.count, storage[head].isCompleted { head += 1 }
         if head == storage.count {
             storage.removeAll(keepingCapacity: true)
             head = 0
-            return nil
-        }
-        if head >= 64, head * 2 >= storage.count {
+        } else if head >= 64, head * 2 >= storage.count {
             storage.removeFirst(head)
             head = 0
         }
-        return storage[head]
     }
 
     mutating func removeAll() {

@@ -43,6 +43,9 @@ import Testing
             Row("server.max_body_bytes", g.server.maxBodyBytes, 65_536),
             Row("server.max_proxy_body_bytes", g.server.maxProxyBodyBytes, 104_857_600),
             Row("server.timeouts.read", g.server.timeouts.read, Duration.seconds(30)),
+            Row("server.timeouts.header", g.server.timeouts.header, Duration.seconds(10)),
+            Row("server.timeouts.body_min_rate", g.server.timeouts.bodyMinRate, 240),
+            Row("server.timeouts.body_rate_window", g.server.timeouts.bodyRateWindow, Duration.seconds(5)),
             Row("server.timeouts.write", g.server.timeouts.write, Duration.seconds(30)),
             Row("server.timeouts.idle", g.server.timeouts.idle, Duration.seconds(60)),
             Row("server.timeouts.upstream_connect", g.server.timeouts.upstreamConnect, Duration.seconds(2)),
@@ -103,7 +106,7 @@ import Testing
           workers: 4
           max_body_bytes: 1MiB
           max_proxy_body_bytes: 1GiB
-          timeouts: { read: 5s, write: 6s, idle: 2m, upstream_connect: 500ms, upstream_response: 1h }
+          timeouts: { read: 5s, header: 3s, body_min_rate: 1000, body_rate_window: 2s, write: 6s, idle: 2m, upstream_connect: 500ms, upstream_response: 1h }
           shutdown_grace: 0s
           trusted_proxies: [10.0.0.0/8, "fd00::/8"]
           tls: { cert: Apple_App_Attestation_Root_CA.pem, key: ../.run/keys/dev-es256-1.pem }
@@ -171,7 +174,8 @@ import Testing
             Row("server.max_body_bytes", g.server.maxBodyBytes, 1 << 20),
             Row("server.max_proxy_body_bytes", g.server.maxProxyBodyBytes, 1 << 30),
             Row("server.timeouts", g.server.timeouts, ServerTimeouts(
-                read: .seconds(5), write: .seconds(6), idle: .seconds(120), upstreamConnect: .milliseconds(500),
+                read: .seconds(5), header: .seconds(3), bodyMinRate: 1000, bodyRateWindow: .seconds(2),
+                write: .seconds(6), idle: .seconds(120), upstreamConnect: .milliseconds(500),
                 upstreamResponse: .seconds(3_600))),
             Row("server.shutdown_grace", g.server.shutdownGrace, Duration.zero),
             Row("server.trusted_proxies", g.server.trustedProxies.map(\.description), ["10.0.0.0/8", "fd00::/8"]),

@@ -32,7 +32,7 @@ import Testing
         let fixture = try ConfigFixture()
         try fixture.remove(".run/keys/dev-es256-1.pem")
         #expect(fixture.problems() == [
-            #"conf/gateway.yaml:67: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
+            #"conf/gateway.yaml:71: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
         ])
     }
 
@@ -75,6 +75,18 @@ import Testing
             "conf/gateway.yaml:7: server.workers: expected an integer from 0 to 1024, got -1",
             "conf/gateway.yaml:9: ip_limits.validate: expected an integer of at least 1, got 0",
             "conf/gateway.yaml:11: quotas.warn_ratio: expected a number from 0.01 to 1, got 1.5",
+        ]),
+        BadCase(name: "bad client timeouts", files: [("conf/gateway.yaml", gatewayWith("""
+            server:
+              timeouts:
+                header: 0s
+                body_min_rate: -5
+                body_rate_window: soon
+
+            """))], expected: [
+            "conf/gateway.yaml:8: server.timeouts.header: must be greater than zero",
+            "conf/gateway.yaml:9: server.timeouts.body_min_rate: expected an integer from 0 to 1073741824, got -5",
+            #"conf/gateway.yaml:10: server.timeouts.body_rate_window: expected a duration like 250ms, 30s, 5m, 1h or 7d, got "soon""#,
         ]),
         BadCase(name: "bad durations", files: [("conf/gateway.yaml", gatewayWith("""
             redis:
@@ -166,7 +178,7 @@ import Testing
             #"conf/gateway.yaml:12: admin.token_file: admin token file "conf/admin-token" does not exist"#,
         ]),
         BadCase(name: "default admin token file missing", files: [(".run/admin-token", nil)], expected: [
-            #"conf/gateway.yaml:41: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+            #"conf/gateway.yaml:45: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
         ]),
         BadCase(name: "an invalid token_env does not excuse a missing token file", files: [
             (".run/admin-token", nil),

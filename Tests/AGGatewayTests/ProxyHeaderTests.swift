@@ -180,3 +180,27 @@ import Testing
         #expect(!HeaderName.matches("X-Forwarded-Fo", HeaderName.normalized("x-forwarded-for")))
     }
 }
+
+/// The tables above speak in string pairs; these run them through the byte path: the pairs
+/// are rendered and parsed as a real head would be, and what the gateway writes is parsed back.
+extension ForwardHeaders {
+    static func parsedFields(_ headers: HTTPHeaders) -> HTTPFields {
+        let text = headers.fields.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
+        return try! HTTPFields(parsing: Array(text.utf8))
+    }
+
+    static func request(_ inbound: HTTPHeaders, policy: ForwardHeaderPolicy, hop: ClientHop,
+                        injected: [(name: String, value: String)]) -> HTTPFields {
+        var writer = HTTPHeadWriter()
+        request(parsedFields(inbound), policy: policy, hop: hop, injected: injected, into: &writer)
+        return try! HTTPFields(parsing: writer.bytes + Array("\r\n".utf8))
+    }
+
+    static func filterResponse(_ headers: inout HTTPHeaders, requestID: String, extra: HTTPHeaders) {
+        let text = "HTTP/1.1 200 OK\r\n" + headers.fields.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
+        let head = try! HTTPHeadParser.parseResponse(Array(text.utf8))
+        var writer = HTTPHeadWriter()
+        response(head, requestID: requestID, extra: extra, into: &writer)
+        headers = HTTPHeaders(try! HTTPFields(parsing: writer.bytes + Array("\r\n".utf8)).fields)
+    }
+}

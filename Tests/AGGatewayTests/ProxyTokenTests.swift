@@ -74,7 +74,8 @@ import Testing
     @Test func extraction() {
         func extract(_ fields: [(String, String)], _ header: String = "Authorization") -> Result<String, ProxyAuthFailure> {
             Result { () throws(ProxyAuthFailure) -> String in
-                try BearerToken.extract(from: HTTPHeaders(fields.map { (name: $0.0, value: $0.1) }), header: header)
+                try BearerToken.extract(from: ForwardHeaders.parsedFields(HTTPHeaders(fields.map { (name: $0.0, value: $0.1) })),
+                                        header: header)
             }
         }
         #expect(extract([("Authorization", "Bearer abc")]) == .success("abc"))

@@ -172,8 +172,11 @@ import Testing
         #expect(checker.intact)
     }
 
-    @Test func hundredMegabyteUploadStreamsWithBoundedMemory() throws {
-        let total = 100 * Self.megabyte
+    /// 48 MB through a proxy whose RSS may grow by far less than that: a proxy that buffered
+    /// the body would grow by at least its size. (The end-to-end suite repeats it through the
+    /// real binary, whose RSS no other test shares.)
+    @Test func largeUploadStreamsWithBoundedMemory() throws {
+        let total = 48 * Self.megabyte
         let result = Mutex<PatternChecker?>(nil)
         let upstream = try ScriptedUpstream { connection, _ in
             var checker = PatternChecker()
@@ -205,11 +208,11 @@ import Testing
         let checker = try #require(result.withLock { $0 })
         #expect(checker.count == total)
         #expect(checker.intact)
-        #expect(peak - baseline < 64 * Self.megabyte, "RSS grew by \((peak - baseline) / Self.megabyte) MB")
+        #expect(peak - baseline < 32 * Self.megabyte, "RSS grew by \((peak - baseline) / Self.megabyte) MB")
     }
 
-    @Test func hundredMegabyteDownloadStreamsWithBoundedMemory() throws {
-        let total = 100 * Self.megabyte
+    @Test func largeDownloadStreamsWithBoundedMemory() throws {
+        let total = 48 * Self.megabyte
         let upstream = try ScriptedUpstream { connection, _ in
             guard ScriptedUpstream.readRequest(connection) != nil else { return }
             connection.write("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -247,7 +250,7 @@ import Testing
         #expect(response.head.value("Transfer-Encoding") == "chunked")
         #expect(checker.count == total)
         #expect(checker.intact)
-        #expect(peak - baseline < 64 * Self.megabyte, "RSS grew by \((peak - baseline) / Self.megabyte) MB")
+        #expect(peak - baseline < 32 * Self.megabyte, "RSS grew by \((peak - baseline) / Self.megabyte) MB")
         #expect(proxy.waitForOutcomes(1).first.map(Self.completedStatus) == 200)
     }
 

@@ -37,7 +37,10 @@ import Testing
     }
 
     @Test(arguments: ["/a/../b", "/a/./b", "/..", "/a/%2e%2e/b", "/a/.%2E/b", "/a%2Fb", "/a%5cb", "/a\\b", "/a%00", "/a%",
-                      "/a%zz", "*", "http://example.com/a", ""])
+                      "/a%zz", "*", "http://example.com/a", "",
+                      // Dot segments once path parameters are cut and decoding is applied twice (issue 9).
+                      "/public/..;/api/x", "/public/%2e%2e;/api/x", "/public/.;/api/x", "/public/%252e%252e/api/x",
+                      "/public/..;jsessionid=1/api/x", "/public/%2e%2e%3b/api/x", "/public/%252f/api", "/public/%255c"])
     func refusedPaths(raw: String) {
         #expect(ProxyPath.normalizedForMatching(raw[...]) == nil)
     }

@@ -59,7 +59,9 @@ import Testing
                 server.pause()
                 try await waitUntil(subscriber, is: .disconnected)
                 let lastError = await loop.submit { _ in subscriber.value.lastError } ?? ""
-                #expect(lastError.contains("timed out"))
+                // The health check's verdict, or (if a reconnect attempt already met the frozen
+                // server) the handshake's timeout.
+                #expect(lastError.contains("SUBSCRIBE not confirmed within") || lastError.contains("failed during connect: timed out"))
                 server.resume()
                 try await waitUntilSubscribed(subscriber)
 
@@ -87,6 +89,53 @@ import Testing
         }
     }
 
+    /// Regression (issue 9 item 2): hiredis 0.14 files a command sent in subscribed mode under
+    /// `sub.invalid` but routes the `["pong", ""]` array reply by channel name, so a `PING`
+    /// health check never completed and the connection was dropped every two intervals.
+    @Test func idleSubscriberKeepsOneConnectionAndEveryMessage() async throws {
+        try await RedisServer.withPrivate { server in
+            try await TestEventLoop.with { loop in
+                let received = Mutex<[Int]>([])
+                let interval = Duration.milliseconds(250)
+                let subscriber = await loop.make { base in
+                    RedisSubscriber(url: server.url, loop: base, channels: ["ag:events"], timeout: interval,
+                                    reconnectPolicy: .init(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))) { message in
+                        if let sequence = Int(message.string) { received.withLock { $0.append(sequence) } }
+                    }
+                }
+                try await waitUntilSubscribed(subscriber)
+                try await ClientHarness.with(server.url) { publisher in
+                    let connectionsBefore = try await connectionsReceived(publisher)
+                    var connectionIDs: Set<String> = []
+                    var published = 0
+                    // Eight health-check intervals of a steady stream, sampling the subscriber's
+                    // connection id on the server as we go.
+                    let end = ContinuousClock.now + interval * 8
+                    while ContinuousClock.now < end {
+                        published += 1
+                        _ = try await publisher.value(["PUBLISH", "ag:events", String(published)])
+                        let clients = try await publisher.value(["CLIENT", "LIST", "TYPE", "pubsub"]).string ?? ""
+                        for line in clients.split(separator: "\n") {
+                            if let id = line.split(separator: " ").first(where: { $0.hasPrefix("id=") }) {
+                                connectionIDs.insert(String(id))
+                            }
+                        }
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    let total = published
+                    let deadline = ContinuousClock.now + .seconds(5)
+                    while received.withLock({ $0.count }) < total, ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    #expect(connectionIDs.count == 1, "subscriber connections seen: \(connectionIDs.sorted())")
+                    #expect(received.withLock { $0 } == Array(1...total))
+                    #expect(try await connectionsReceived(publisher) == connectionsBefore, "the subscriber never reconnected")
+                }
+                await loop.submit { _ in subscriber.value.close() }
+            }
+        }
+    }
+
     @Test func subscriberWithWrongPasswordKeepsRetrying() async throws {
         try await RedisServer.withPrivate(password: "right") { server in
             var wrongPassword = server.url
@@ -105,6 +154,12 @@ import Testing
                 await loop.submit { _ in subscriber.value.close() }
             }
         }
+    }
+
+    private func connectionsReceived(_ redis: ClientHarness) async throws -> Int? {
+        let stats = try await redis.value(["INFO", "stats"]).string ?? ""
+        return stats.split(separator: "\r\n").first { $0.hasPrefix("total_connections_received:") }
+            .flatMap { Int($0.split(separator: ":")[1]) }
     }
 
     private func waitUntilSubscribed(_ subscriber: LoopBound<RedisSubscriber>) async throws {

@@ -10,6 +10,7 @@ public final class GatewayProcess: Sendable {
     private let process: Process
     private let output = CapturedOutput()
     public let port: Int
+    public let adminPort: Int
 
     public enum Failure: Error, CustomStringConvertible {
         case didNotStart(String)
@@ -20,10 +21,17 @@ public final class GatewayProcess: Sendable {
         }
     }
 
-    public init(configPath: String) throws {
+    /// `descriptorLimit` starts the gateway under that `RLIMIT_NOFILE` (through `prlimit`).
+    public init(configPath: String, descriptorLimit: Int? = nil) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestGateway.builtProductPath("attestgate"))
-        process.arguments = ["serve", "--config", configPath]
+        let binary = TestGateway.builtProductPath("attestgate")
+        if let descriptorLimit {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments = ["--nofile=\(descriptorLimit):\(descriptorLimit)", "--", binary, "serve", "--config", configPath]
+        } else {
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = ["serve", "--config", configPath]
+        }
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
@@ -35,18 +43,23 @@ public final class GatewayProcess: Sendable {
         try process.run()
         self.process = process
         var port = 0
+        var adminPort = 0
         _ = eventually(10) {
             let log = output.text.withLock { $0 }
             if let range = log.range(of: #""listen":"127.0.0.1:(\d+)""#, options: .regularExpression) {
                 port = Int(log[range].split(separator: ":").last!.dropLast()) ?? 0
             }
-            return port > 0
+            if let range = log.range(of: #""admin":"127.0.0.1:(\d+)""#, options: .regularExpression) {
+                adminPort = Int(log[range].split(separator: ":").last!.dropLast()) ?? 0
+            }
+            return port > 0 && adminPort > 0
         }
         guard port > 0 else {
             process.terminate()
             throw Failure.didNotStart(output.text.withLock { $0 })
         }
         self.port = port
+        self.adminPort = adminPort
     }
 
     deinit {
@@ -64,6 +77,16 @@ public final class GatewayProcess: Sendable {
     public func waitForExit() -> Int32 {
         process.waitUntilExit()
         return process.terminationStatus
+    }
+
+    /// CPU time (user + system) the process has used so far, from /proc/PID/stat.
+    public func cpuSeconds() -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3, utime and stime are fields 14 and 15.
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// Resident set size in bytes (`VmRSS` of /proc/PID/status).

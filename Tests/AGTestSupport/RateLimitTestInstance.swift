@@ -74,6 +74,22 @@ public final class RateLimitTestInstance: Sendable {
         }
     }
 
+    /// `count` requests admitted through the worker's `api` lease, all started at once.
+    public func leaseBurst(_ count: Int, _ check: BucketCheck, fallback: RateLimitFallback = .local) async -> [RateLimitOutcome] {
+        let parts = self.parts
+        return await loop.await { _, done in
+            var outcomes = [RateLimitOutcome?](repeating: nil, count: count)
+            var left = count
+            for index in 0..<count {
+                parts.value.limiter.lease(check, fallback: fallback) { outcome in
+                    outcomes[index] = outcome
+                    left -= 1
+                    if left == 0 { done(outcomes.map { $0! }) }
+                }
+            }
+        }
+    }
+
     /// A raw command on this instance's connection.
     public func send(_ arguments: [String]) async -> Result<RedisValue, RedisError> {
         let parts = self.parts

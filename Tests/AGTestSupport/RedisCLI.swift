@@ -2,17 +2,56 @@ import Foundation
 
 /// Runs a program to completion; returns its exit status and standard output (with standard
 /// error merged in when `mergingErrors`, dropped otherwise).
+///
+/// posix_spawn + waitpid, output through a temporary file: Foundation's `Process` was seen to
+/// never reap its child when several tests spawned programs at once on the 2-thread
+/// cooperative pool, and a daemon started by the child (redis-server) must not keep a pipe
+/// open. The child gets an empty signal mask (test threads block signals, and daemons it
+/// starts must honour SIGTERM).
 public func runProgram(_ path: String, _ arguments: [String], mergingErrors: Bool = false) throws -> (status: Int32, output: Data) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = mergingErrors ? pipe : FileHandle.nullDevice
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, data)
+    let outputPath = NSTemporaryDirectory() + "agrun-" + UUID().uuidString
+    defer { unlink(outputPath) }
+    let pid = try spawnProgram(path, arguments, outputPath: outputPath, mergingErrors: mergingErrors)
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+    let output = FileManager.default.contents(atPath: outputPath) ?? Data()
+    // WIFEXITED/WEXITSTATUS are macros: exit code in bits 8-15, signal in the low 7 bits.
+    let exitStatus = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    return (exitStatus, output)
+}
+
+/// Starts a program (stdin from /dev/null, stdout to `outputPath` or /dev/null) with an empty
+/// signal mask and default handlers; the caller reaps it with `waitpid`.
+public func spawnProgram(_ path: String, _ arguments: [String], outputPath: String? = nil,
+                         mergingErrors: Bool = false) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, outputPath ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    if mergingErrors {
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    } else {
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    }
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var noSignals = sigset_t()
+    sigemptyset(&noSignals)
+    posix_spawnattr_setsigmask(&attributes, &noSignals)
+    var defaultSignals = sigset_t()
+    sigfillset(&defaultSignals)
+    posix_spawnattr_setsigdefault(&attributes, &defaultSignals)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+    guard spawned == 0 else {
+        throw RedisServerError.couldNotStart("cannot run \(path): \(String(cString: strerror(spawned)))")
+    }
+    return pid
 }
 
 /// Runs `redis-cli` against a URL: an independent look at what the gateway stored.

@@ -1,3 +1,4 @@
+import AGPolicy
 import AGTestSupport
 import Foundation
 import Testing
@@ -24,6 +25,34 @@ struct ProxyRateLimitTests {
         #expect(limited.code == "rate_limited")
         #expect(limited.header("Retry-After") != nil)
         #expect(fixture.upstream.records.count == 3, "a limited call never reaches the upstream")
+    }
+
+    /// Leased tokens are taken from the shared bucket before they are spent, so two instances of
+    /// two workers each never admit more than the bucket holds; what they may leave unspent is
+    /// at most instances × workers × batch (here 2 × 2 × 10: 600 per minute leases ≤ 10).
+    @Test func leasesAcrossTwoInstancesNeverAdmitMoreThanTheBucket() async throws {
+        let tier = "tiers:\n  lease: { attest: 600, challenge: 600, api: 600, mad_limit: 10 }\n"
+        let time = ManualTime()
+        let teamID = TestGateway.randomTeamID()
+        let a = try ProxyFixture(teamID: teamID, tier: "lease", gatewayYAML: tier, time: time)
+        let b = try ProxyFixture(teamID: teamID, upstream: a.upstream, tier: "lease", gatewayYAML: tier, time: time)
+        defer { a.stop(); b.stop() }
+        let ports = [a.gateway.port, b.gateway.port]
+        let headers = a.tenantHeaders
+        let statuses = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for client in 0..<8 {
+                group.addTask {
+                    let connection = try HTTPTestClient(port: ports[client % 2])
+                    return try (0..<150).map { _ in try connection.request("GET", "/public/ping", headers: headers).status }
+                }
+            }
+            return try await group.reduce([], +)
+        }
+        let admitted = statuses.filter { $0 == 200 }.count
+        #expect(admitted <= 600, "admitted \(admitted)")
+        #expect(admitted >= 600 - 2 * 2 * 10, "admitted \(admitted)")
+        #expect(statuses.allSatisfy { $0 == 200 || $0 == 429 })
+        #expect(a.upstream.records.count == admitted)
     }
 
     @Test(arguments: ["local", "allow", "deny"])

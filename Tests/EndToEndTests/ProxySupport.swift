@@ -3,6 +3,7 @@ import AGHTTP
 import AGDevice
 import AGFormats
 import AGJOSE
+import AGPolicy
 import AGTestSupport
 import Foundation
 
@@ -41,12 +42,14 @@ final class ProxyFixture: @unchecked Sendable {
     init(teamID: String = TestGateway.randomTeamID(), redisURL: String = TestGateway.sharedRedisURL,
          upstream: RecordingUpstream? = nil, tenantExtra: String = "", tier: String = "test",
          otherTenants: [String: String] = [:], gatewayYAML: String = "", workers: Int = 2,
-         keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)]) throws {
+         keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)],
+         time: (any TimeSource)? = nil) throws {
         self.teamID = teamID
         self.upstream = try upstream ?? RecordingUpstream()
         var tenants = otherTenants
         tenants["proxy.yaml"] = Self.tenantYAML(teamID: teamID, upstreamPort: self.upstream.port, tier: tier, extra: tenantExtra)
-        gateway = try TestGateway(redisURL: redisURL, tenants: tenants, gatewayYAML: gatewayYAML, workers: workers, keys: keys)
+        gateway = try TestGateway(redisURL: redisURL, tenants: tenants, gatewayYAML: gatewayYAML, workers: workers, keys: keys,
+                                  time: time)
     }
 
     func stop() {

@@ -43,7 +43,7 @@ enum RefreshHandler {
         let services = context.services
         let newCounter: UInt32
         do {
-            let key = try P256.PublicKey(x963Representation: publicKey)
+            let key = try services.deviceKeys.key(keyID: request.keyID, x963: publicKey)
             newCounter = try AssertionVerifier.verify(assertion: request.assertion, clientDataHash: request.clientDataHash,
                                                       publicKey: key, appID: tenant.appID, previousCounter: counter)
         } catch {

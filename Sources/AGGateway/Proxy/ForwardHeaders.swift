@@ -37,6 +37,18 @@ struct ForwardHeaderPolicy: Sendable {
     func isTokenHeader(_ name: String) -> Bool {
         HeaderName.matches(name, tokenHeaderName)
     }
+
+    /// `isSpoofable` on a parsed field's name bytes.
+    func isSpoofable(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
+        if HeaderName.hasAttestPrefix(bytes, range) { return true }
+        for name in injectedNames where HeaderName.matches(bytes, range, name) { return true }
+        return false
+    }
+
+    /// `isTokenHeader` on a parsed field's name bytes.
+    func isTokenHeader(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
+        HeaderName.matches(bytes, range, tokenHeaderName)
+    }
 }
 
 /// The client side of the hop, as far as forwarding headers are concerned.
@@ -50,132 +62,145 @@ struct ClientHop: Sendable {
     var scheme = "http"
 }
 
-/// Builds the request header section sent upstream and filters the response's.
+/// Builds the request header section sent upstream and the response's sent to the client,
+/// straight into the outgoing head's bytes: fields are classified by their interned names
+/// and copied as byte ranges, so no field becomes a `String`.
 ///
 /// Pure functions of their inputs; the table-driven tests in `ProxyHeaderTests` pin them down.
 enum ForwardHeaders {
-    /// The fields forwarded upstream, in the client's order, then the gateway's own.
+    /// Writes the fields forwarded upstream, in the client's order, then the gateway's own.
     ///
     /// Removed: hop-by-hop fields (RFC 9110 section 7.6.1: `Connection` and every field it
     /// names, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Transfer-Encoding`,
-    /// `Upgrade`) and `Proxy-Authorization` (credentials meant for this hop); every spoofable
-    /// name (`ForwardHeaderPolicy.isSpoofable`); the token header unless the tenant forwards
-    /// it; `Host`, `X-Forwarded-*`, `Forwarded` and `X-Request-ID`, which the gateway sets.
+    /// `Upgrade`), the framing and expectation fields the pool writes for itself
+    /// (`Content-Length`, `Expect`) and `Proxy-Authorization` (credentials meant for this
+    /// hop); every spoofable name (`ForwardHeaderPolicy.isSpoofable`); the token header unless
+    /// the tenant forwards it; `Host`, `X-Forwarded-*`, `Forwarded` and `X-Request-ID`, which
+    /// the gateway sets (lookalikes with `_` included).
     /// Added, replacing and never appending: `Host`, `X-Forwarded-For` (the client's chain
     /// extended with the peer when the peer is trusted, else the peer alone),
     /// `X-Forwarded-Proto`, `X-Forwarded-Host`, `X-Request-ID`, then `injected` (claim
     /// headers and the payload header; empty on `auth: none` routes).
-    static func request(_ inbound: HTTPHeaders, policy: ForwardHeaderPolicy, hop: ClientHop,
-                        injected: [(name: String, value: String)]) -> HTTPHeaders {
-        let connectionTokens = connectionOptions(inbound)
-        var fields: [(name: String, value: String)] = []
-        fields.reserveCapacity(inbound.count + injected.count + 5)
-        var forwardedFor: String?
-        var forwardedProto: String?
-        var forwardedHost: String?
-        var forwarded: [String] = []
-        var host: String?
-        for field in inbound.fields {
-            let name = field.name
-            if policy.isSpoofable(name) { continue }
-            if policy.isTokenHeader(name) {
-                if policy.forwardsTokenHeader && !isListed(name, connectionTokens) { fields.append(field) }
+    static func request(_ inbound: HTTPFields, policy: ForwardHeaderPolicy, hop: ClientHop,
+                        injected: [(name: String, value: String)], into writer: inout HTTPHeadWriter) {
+        let bytes = inbound.storage.span
+        let options = connectionOptions(inbound)
+        var forwardedFor: [HTTPField] = []
+        var forwardedProto: HTTPField?
+        var forwardedHost: HTTPField?
+        var forwarded: [HTTPField] = []
+        var host: HTTPField?
+        for field in inbound {
+            let name = field.nameRange
+            if policy.isSpoofable(bytes, name) { continue }
+            if policy.isTokenHeader(bytes, name) {
+                if policy.forwardsTokenHeader && !isListed(field, options, inbound) { writer.appendField(field, of: inbound) }
                 continue
             }
-            if HeaderName.matches(name, Names.host) {
-                if name.equalsIgnoringASCIICase("Host"), host == nil { host = field.value }
+            switch field.lookalike {
+            case .host:
+                if field.name == .host, host == nil { host = field }
                 continue
-            }
-            if HeaderName.matches(name, Names.xForwardedFor) {
-                if name.equalsIgnoringASCIICase("X-Forwarded-For") {
-                    forwardedFor = forwardedFor.map { $0 + ", " + field.value } ?? field.value
-                }
+            case .xForwardedFor:
+                if field.name == .xForwardedFor { forwardedFor.append(field) }
                 continue
-            }
-            if HeaderName.matches(name, Names.xForwardedProto) {
-                if name.equalsIgnoringASCIICase("X-Forwarded-Proto"), forwardedProto == nil { forwardedProto = field.value }
+            case .xForwardedProto:
+                if field.name == .xForwardedProto, forwardedProto == nil { forwardedProto = field }
                 continue
-            }
-            if HeaderName.matches(name, Names.xForwardedHost) {
-                if name.equalsIgnoringASCIICase("X-Forwarded-Host"), forwardedHost == nil { forwardedHost = field.value }
+            case .xForwardedHost:
+                if field.name == .xForwardedHost, forwardedHost == nil { forwardedHost = field }
                 continue
-            }
-            if HeaderName.matches(name, Names.forwarded) {
-                if name.equalsIgnoringASCIICase("Forwarded") { forwarded.append(field.value) }
+            case .forwarded:
+                if field.name == .forwarded { forwarded.append(field) }
                 continue
+            case .xRequestID:
+                continue
+            default:
+                break
             }
-            if HeaderName.matches(name, Names.xRequestID) || isHopByHop(name) || isListed(name, connectionTokens) { continue }
-            fields.append(field)
+            if isHopByHop(field.name) || field.name == .contentLength || field.name == .expect
+                || isListed(field, options, inbound) { continue }
+            writer.appendField(field, of: inbound)
         }
-        fields.append(("Host", policy.upstreamHost))
-        if hop.peerTrusted, let chain = forwardedFor, !chain.isEmpty {
-            fields.append(("X-Forwarded-For", chain + ", " + hop.peerAddress))
-        } else {
-            fields.append(("X-Forwarded-For", hop.peerAddress))
+        writer.appendField(.host, policy.upstreamHost)
+        writer.appendFieldName(.xForwardedFor)
+        if hop.peerTrusted, !(forwardedFor.isEmpty || (forwardedFor.count == 1 && forwardedFor[0].valueRange.isEmpty)) {
+            for field in forwardedFor {
+                writer.append(inbound.storage[field.valueRange])
+                writer.append(", ")
+            }
         }
+        writer.append(hop.peerAddress)
+        writer.appendCRLF()
         if hop.peerTrusted {
-            for value in forwarded { fields.append(("Forwarded", value)) }
+            for field in forwarded { writer.appendField(field, of: inbound) }
         }
-        fields.append(("X-Forwarded-Proto", (hop.peerTrusted ? forwardedProto : nil) ?? hop.scheme))
+        writer.appendFieldName(.xForwardedProto)
+        if hop.peerTrusted, let forwardedProto {
+            writer.append(inbound.storage[forwardedProto.valueRange])
+        } else {
+            writer.append(hop.scheme)
+        }
+        writer.appendCRLF()
         if let value = (hop.peerTrusted ? forwardedHost : nil) ?? host {
-            fields.append(("X-Forwarded-Host", value))
+            writer.appendFieldName(.xForwardedHost)
+            writer.append(inbound.storage[value.valueRange])
+            writer.appendCRLF()
         }
-        fields.append(("X-Request-ID", hop.requestID))
-        fields.append(contentsOf: injected)
-        return HTTPHeaders(fields)
+        writer.appendField(.xRequestID, hop.requestID)
+        for field in injected { writer.appendField(field.name, field.value) }
     }
 
-    /// Edits an upstream response's fields before they reach the client: hop-by-hop fields go
-    /// (the pool has already removed the framing ones; it drops `Connection` itself after this
-    /// runs, so the options it lists are read here), `Proxy-Authenticate` goes, `X-Request-ID`
-    /// becomes the gateway's, and `extra` (rate-limit headers) replace any the upstream sent.
-    static func filterResponse(_ headers: inout HTTPHeaders, requestID: String, extra: HTTPHeaders) {
-        let connectionTokens = connectionOptions(headers)
-        headers.removeAll { name in
-            isHopByHop(name) || isListed(name, connectionTokens) || name.equalsIgnoringASCIICase("Proxy-Authenticate")
-                || name.equalsIgnoringASCIICase("X-Request-ID")
+    /// Writes an upstream response's fields for the client: hop-by-hop fields and the framing
+    /// fields go (the server writes its own framing), the fields `Connection` lists go,
+    /// `Proxy-Authenticate` goes, `X-Request-ID` becomes the gateway's, and `extra`
+    /// (rate-limit headers) replace any the upstream sent.
+    static func response(_ head: HTTPResponseHead, requestID: String, extra: HTTPHeaders, into writer: inout HTTPHeadWriter) {
+        let fields = head.headers
+        let options = connectionOptions(fields)
+        for field in fields {
+            if isHopByHop(field.name) || field.name.isHopControl || field.name == .proxyAuthenticate
+                || field.name == .xRequestID || isListed(field, options, fields) {
+                continue
+            }
+            if !extra.fields.isEmpty, extra.fields.contains(where: { fields.equalsIgnoringCase(field.nameRange, $0.name) }) {
+                continue
+            }
+            writer.appendField(field, of: fields)
         }
-        headers.add("X-Request-ID", requestID)
-        for field in extra.fields { headers.replace(field.name, field.value) }
+        writer.appendField(.xRequestID, requestID)
+        for field in extra.fields { writer.appendField(field.name, field.value) }
     }
 
     /// Hop-by-hop fields by name (RFC 9110 section 7.6.1), plus `Proxy-Authorization`,
     /// which carries credentials for the proxy itself.
-    static func isHopByHop(_ name: String) -> Bool {
-        switch name.utf8.count {
-        case 2: name.equalsIgnoringASCIICase("TE")
-        case 7: name.equalsIgnoringASCIICase("Trailer") || name.equalsIgnoringASCIICase("Upgrade")
-        case 10: name.equalsIgnoringASCIICase("Connection") || name.equalsIgnoringASCIICase("Keep-Alive")
-        case 16: name.equalsIgnoringASCIICase("Proxy-Connection")
-        case 17: name.equalsIgnoringASCIICase("Transfer-Encoding")
-        case 19: name.equalsIgnoringASCIICase("Proxy-Authorization")
+    static func isHopByHop(_ name: HTTPFieldName) -> Bool {
+        switch name {
+        case .te, .trailer, .upgrade, .connection, .keepAlive, .proxyConnection, .transferEncoding, .proxyAuthorization: true
         default: false
         }
     }
 
-    /// The field names listed in `Connection` (connection options), lower-cased.
-    private static func connectionOptions(_ headers: HTTPHeaders) -> [Substring] {
-        var tokens: [Substring] = []
-        for value in headers.values("Connection") {
-            for part in value.split(separator: ",") {
-                let token = part.drop { $0 == " " || $0 == "\t" }
-                let trimmed = token.reversed().drop { $0 == " " || $0 == "\t" }
-                if !trimmed.isEmpty { tokens.append(token.prefix(trimmed.count)) }
-            }
+    /// The ranges of the field names listed in `Connection` (connection options); no
+    /// allocation when there is no `Connection` field.
+    private static func connectionOptions(_ fields: HTTPFields) -> [Range<Int>] {
+        var options: [Range<Int>] = []
+        for field in fields where field.name == .connection {
+            fields.forEachListElement(of: field) { options.append($0) }
         }
-        return tokens
+        return options
     }
 
-    private static func isListed(_ name: String, _ tokens: [Substring]) -> Bool {
-        !tokens.isEmpty && tokens.contains { $0.equalsIgnoringASCIICase(name) }
+    private static func isListed(_ field: HTTPField, _ options: [Range<Int>], _ fields: HTTPFields) -> Bool {
+        guard !options.isEmpty else { return false }
+        let storage = fields.storage
+        let name = field.nameRange
+        return options.contains { option in
+            option.count == name.count && zip(storage[option], storage[name]).allSatisfy { lowercase($0) == lowercase($1) }
+        }
     }
 
-    private enum Names {
-        static let host = HeaderName.normalized("host")
-        static let xForwardedFor = HeaderName.normalized("x-forwarded-for")
-        static let xForwardedProto = HeaderName.normalized("x-forwarded-proto")
-        static let xForwardedHost = HeaderName.normalized("x-forwarded-host")
-        static let forwarded = HeaderName.normalized("forwarded")
-        static let xRequestID = HeaderName.normalized("x-request-id")
+    private static func lowercase(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 }

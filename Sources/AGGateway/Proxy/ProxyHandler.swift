@@ -26,7 +26,7 @@ enum ProxyHandler {
             return
         }
         let headers = context.request.headers
-        guard let teamID = headers["X-Team-ID"], let bundleID = headers["X-Bundle-ID"] else {
+        guard let teamID = headers[.xTeamID], let bundleID = headers[.xBundleID] else {
             routeByToken(context, path: path)
             return
         }

@@ -19,15 +19,16 @@ final class UpstreamForwarder: Forwarder {
         let hop = ClientHop(peerAddress: request.remoteAddress,
                             peerTrusted: IPAddress(request.remoteAddress).map(server.trusts) ?? false,
                             requestID: context.requestID)
-        let headers = ForwardHeaders.request(request.headers, policy: proxy.headers, hop: hop, injected: injected)
+        let policy = proxy.headers
         let requestID = context.requestID
         let extra = context.extraHeaders
         let metrics = context.services.metrics
-        upstreams.forward(request, to: proxy.target, path: proxy.target.basePath + request.head.target, headers: headers,
+        upstreams.forward(request, to: proxy.target,
                           timeouts: UpstreamTimeouts(connect: server.timeouts.upstreamConnect,
                                                      response: server.timeouts.upstreamResponse),
                           maxBodyBytes: server.maxProxyBodyBytes,
-                          responseHeaderFilter: { ForwardHeaders.filterResponse(&$0, requestID: requestID, extra: extra) }) {
+                          writeFields: { ForwardHeaders.request(request.headers, policy: policy, hop: hop, injected: injected, into: &$0) },
+                          responseFields: { ForwardHeaders.response($0, requestID: requestID, extra: extra, into: &$1) }) {
             outcome in
             switch outcome {
             case .completed(let status, let upstreamTime, _):

@@ -47,7 +47,7 @@ enum BearerToken {
     /// The token in `header`: for `Authorization`, `Bearer <token>` (scheme in any case); for
     /// another header, the raw token or the same `Bearer` form. Anything else, including an
     /// `Authorization` of another scheme, counts as missing; the field sent twice is invalid.
-    static func extract(from headers: HTTPHeaders, header: String) throws(ProxyAuthFailure) -> String {
+    static func extract(from headers: HTTPFields, header: String) throws(ProxyAuthFailure) -> String {
         let values = headers.values(header)
         guard let value = values.first else { throw .missing }
         guard values.count == 1 else { throw .invalid("the token header is present more than once") }

@@ -75,10 +75,12 @@ public final class RateLimiter: Limiter {
     /// Called on each switch, e.g. to count `attestgate_ratelimit_mode_switches_total{mode=…}`.
     public var onModeChange: ((Mode) -> Void)?
 
-    private let redis: RedisClient
+    let redis: RedisClient
     private let localBuckets: LocalBuckets
-    private let time: any TimeSource
+    let time: any TimeSource
     private let logger: Logger
+    /// The `api` leases of this worker by bucket key (see `RateLimiter+Leases`).
+    var leases: [String: Lease] = [:]
 
     /// - Parameter localBuckets: the instance's shared fallback buckets.
     public init(redis: RedisClient, localBuckets: LocalBuckets, time: any TimeSource, logger: Logger,
@@ -114,7 +116,7 @@ public final class RateLimiter: Limiter {
         }
     }
 
-    private func fallbackOutcome(_ checks: [BucketCheck], _ fallback: RateLimitFallback) -> RateLimitOutcome {
+    func fallbackOutcome(_ checks: [BucketCheck], _ fallback: RateLimitFallback) -> RateLimitOutcome {
         switch fallback {
         case .refuse:
             return .storeUnavailable
@@ -126,14 +128,14 @@ public final class RateLimiter: Limiter {
         }
     }
 
-    private func enterFallback(reason: String) {
+    func enterFallback(reason: String) {
         guard mode == .redis else { return }
         mode = .fallback
         logger.warn("rate limiter lost redis, applying fallback policies", [("reason", .string(reason))])
         onModeChange?(.fallback)
     }
 
-    private func leaveFallback() {
+    func leaveFallback() {
         guard mode == .fallback else { return }
         mode = .redis
         logger.info("rate limiter back on redis", [])

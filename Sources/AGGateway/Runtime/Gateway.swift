@@ -76,6 +76,7 @@ final class GatewayShared: Sendable {
         [
             ("server.listen", a.server.listen.description, b.server.listen.description),
             ("server.workers", String(a.server.workers), String(b.server.workers)),
+            ("server.timeouts", "\(a.server.timeouts)", "\(b.server.timeouts)"),
             ("admin.listen", a.admin.listen.description, b.admin.listen.description),
             ("redis.url", a.redis.url.description, b.redis.url.description),
         ]
@@ -148,6 +149,10 @@ public final class Gateway: Sendable {
         let tenantFiles = TenantDirectoryWatcher.signature(of: config.gateway.tenantsDirectory)
         let gateway = config.gateway
         let logger = logger ?? Logger(level: Logger.Level(gateway.log.level), format: gateway.log.format == .json ? .json : .text)
+        LibeventLog.install { severity, message, suppressed in
+            let fields: [(String, LogValue)] = [("message", .string(message)), ("suppressed", .int(suppressed))]
+            if severity >= 3 { logger.error("libevent", fields) } else { logger.warn("libevent", fields) }
+        }
         let publicSocket: ListeningSocket
         let adminSocket: ListeningSocket
         do {

@@ -66,8 +66,8 @@ struct PublicRouter {
 extension RequestContext {
     /// Resolves the tenant from `X-Team-ID` and `X-Bundle-ID`; answers the error itself on failure.
     func resolveTenant() -> Tenant? {
-        guard let teamID = request.headers["X-Team-ID"], !teamID.isEmpty,
-              let bundleID = request.headers["X-Bundle-ID"], !bundleID.isEmpty else {
+        guard let teamID = request.headers[.xTeamID], !teamID.isEmpty,
+              let bundleID = request.headers[.xBundleID], !bundleID.isEmpty else {
             fail(.badRequest("X-Team-ID and X-Bundle-ID headers are required"))
             return nil
         }

@@ -24,8 +24,15 @@ extension RequestContext {
     func rateLimit(_ route: RateLimitedRoute, tenant: Tenant, next: @escaping () -> Void) {
         let checks = route.checks(tenant: tenant.bucketKeys, clientIP: { clientIP }, tier: effectiveTier(tenant),
                                   ipLimits: snapshot.gateway.ipLimits)
-        services.limiter.check(checks, fallback: route.fallback(snapshot.gateway.rateLimits)) { [self] outcome in
+        let fallback = route.fallback(snapshot.gateway.rateLimits)
+        let decided: (RateLimitOutcome) -> Void = { [self] outcome in
             if admit(outcome, tenant: tenant) { next() }
+        }
+        // Proxied requests spend leased tokens: no store round trip per request.
+        if route == .api, checks.count == 1 {
+            services.limiter.lease(checks[0], fallback: fallback, completion: decided)
+        } else {
+            services.limiter.check(checks, fallback: fallback, completion: decided)
         }
     }
 

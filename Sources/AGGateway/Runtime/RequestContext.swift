@@ -24,7 +24,7 @@ final class RequestContext {
         self.request = request
         self.services = services
         self.snapshot = services.snapshots.snapshot
-        self.requestID = services.requestIDs.resolve(request.headers["X-Request-ID"])
+        self.requestID = services.requestIDs.resolve(request.headers[.xRequestID])
     }
 
     /// Answers with a JSON body.

@@ -49,22 +49,29 @@ final class Worker {
             forwarder: UpstreamForwarder(upstreams: upstreams), readiness: RedisHealth(redis: redis),
             reloader: ControlLoopReloader(shared: shared, loop: loop), metrics: metrics,
             metricsText: { [registry = shared.metrics] in registry.render() }, logger: shared.logger, accessLog: accessLog,
-            tokenCache: TokenCache(), requestIDs: RequestIDSource())
+            tokenCache: TokenCache(), deviceKeys: DeviceKeyCache(), requestIDs: RequestIDSource())
         let timeouts = snapshot.gateway.server.timeouts
         var configuration = HTTPServerConfiguration()
         configuration.readTimeout = timeouts.read
+        configuration.headerTimeout = timeouts.header
+        configuration.bodyMinRate = timeouts.bodyMinRate
+        configuration.bodyRateWindow = timeouts.bodyRateWindow
         configuration.writeTimeout = timeouts.write
         configuration.idleTimeout = timeouts.idle
-        let publicRouter = PublicRouter(services: services)
-        let adminRouter = AdminRouter(services: services)
-        publicServer = HTTPServer(loop: loop, socket: publicSocket, configuration: configuration) { request in
-            publicRouter.handle(request)
-        }
-        adminServer = HTTPServer(loop: loop, socket: adminSocket, configuration: configuration) { request in
-            adminRouter.handle(request)
-        }
         let logger = shared.logger
         let workerIndex = index
+        let publicRouter = PublicRouter(services: services)
+        let adminRouter = AdminRouter(services: services)
+        publicServer = HTTPServer(loop: loop, socket: publicSocket, configuration: configuration,
+                                  delegate: Self.serverDelegate(listener: "public", index: index, services: services)) { request in
+            publicRouter.handle(request)
+        }
+        // The admin listener accepts through the reserved descriptor when the process is out of them.
+        configuration.usesReservedDescriptor = true
+        adminServer = HTTPServer(loop: loop, socket: adminSocket, configuration: configuration,
+                                 delegate: Self.serverDelegate(listener: "admin", index: index, services: services)) { request in
+            adminRouter.handle(request)
+        }
         redis.onStateChange = { state in
             switch state {
             case .connected: logger.info("redis connected", [("worker", .int(workerIndex))])
@@ -72,6 +79,22 @@ final class Worker {
             case .connecting, .closed: break
             }
         }
+    }
+
+    /// What the HTTP layer hands back: its own refusals (answered with the gateway's envelope,
+    /// request id and access-log line) and accept pauses at the descriptor limit.
+    private static func serverDelegate(listener: String, index: Int, services: RouteServices) -> HTTPServerDelegate {
+        let logger = services.logger
+        let workerIndex = index
+        return HTTPServerDelegate(localReply: { request, error in
+            let context = RequestContext(request: request, services: services)
+            context.route = "local"
+            context.fail(GatewayError(status: error.status, code: error.code, message: error.message))
+        }, acceptFailed: { code, failures in
+            logger.warn("accepting paused: out of file descriptors",
+                        [("listener", .string(listener)), ("worker", .int(workerIndex)), ("errno", .int(Int(code))),
+                         ("failures", .int(failures))])
+        })
     }
 
     /// Stops accepting, lets in-flight requests finish within `grace`, then stops the loop.

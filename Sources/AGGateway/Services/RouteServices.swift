@@ -30,6 +30,8 @@ struct RouteServices {
     let accessLog: any AccessLogSink
     /// Signature-verified proxy tokens, so a repeated token costs no signature check.
     let tokenCache: TokenCache
+    /// Parsed device keys, so a refresh costs no key import.
+    let deviceKeys: DeviceKeyCache
     let requestIDs: RequestIDSource
 }
 
@@ -45,8 +47,11 @@ protocol SnapshotSource {
 
 /// Takes rate-limit tokens (`RateLimiter` on Redis with its fallback).
 protocol Limiter: AnyObject {
+    /// Takes one token from every bucket of `checks` in one store call (all or none).
     /// Completes exactly once on the loop thread, possibly before returning.
     func check(_ checks: [BucketCheck], fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
+    /// Takes one token of `check` from this worker's lease of it (the proxied `api` bucket).
+    func lease(_ check: BucketCheck, fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
 }
 
 /// Issues single-use challenges.

@@ -8,7 +8,9 @@ protocol ServerExchange: AnyObject {
     var path: Substring { get }
     /// The request target exactly as received (path and query).
     var target: String { get }
-    var headers: HTTPHeaders { get }
+    /// The header fields as received (byte ranges over the head; `headers[.xTeamID]` or
+    /// `headers["Name"]` give a value as a `String` on demand).
+    var headers: HTTPFields { get }
     /// The peer's IP address as text.
     var remoteAddress: String { get }
     var startedAt: ContinuousClock.Instant { get }

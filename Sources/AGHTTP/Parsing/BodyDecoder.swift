@@ -124,24 +124,68 @@ struct BodyDecoder {
         return line
     }
 
+    /// A chunk-size line: hex digits, then only chunk extensions (RFC 9112 section 7.1.1:
+    /// `*( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )`) and trailing
+    /// whitespace. Anything else after the size is junk and refused, never skipped.
     static func parseChunkSize(_ line: [UInt8]) -> Int? {
         var size = 0
-        var digits = 0
-        for byte in line {
-            let value: Int
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = Int(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = Int(byte - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = Int(byte - UInt8(ascii: "A") + 10)
-            case UInt8(ascii: ";"), UInt8(ascii: " "), UInt8(ascii: "\t"):
-                return digits > 0 ? size : nil
-            default: return nil
-            }
-            digits += 1
-            guard digits <= 15 else { return nil }
+        var index = 0
+        while index < line.count, let value = hexValue(line[index]) {
+            guard index < 15 else { return nil }
             size = size * 16 + value
+            index += 1
         }
-        return digits > 0 ? size : nil
+        guard index > 0, validExtensions(line, from: index) else { return nil }
+        return size
+    }
+
+    private static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A") + 10)
+        default: nil
+        }
+    }
+
+    private static func validExtensions(_ line: [UInt8], from start: Int) -> Bool {
+        var index = start
+        func skipWhitespace() { while index < line.count, line[index] == 0x20 || line[index] == 0x09 { index += 1 } }
+        func token() -> Bool {
+            let first = index
+            while index < line.count, HTTPHeadParser.isTokenByte(line[index]) { index += 1 }
+            return index > first
+        }
+        func quotedString() -> Bool {
+            guard index < line.count, line[index] == UInt8(ascii: "\"") else { return false }
+            index += 1
+            while index < line.count {
+                let byte = line[index]
+                if byte == UInt8(ascii: "\"") { index += 1; return true }
+                if byte == UInt8(ascii: "\\") {
+                    index += 1
+                    guard index < line.count, line[index] == 0x09 || (line[index] >= 0x20 && line[index] != 0x7F) else { return false }
+                } else if !(byte == 0x09 || (byte >= 0x20 && byte != 0x7F)) {
+                    return false
+                }
+                index += 1
+            }
+            return false
+        }
+        while true {
+            skipWhitespace()
+            guard index < line.count else { return true }
+            guard line[index] == UInt8(ascii: ";") else { return false }
+            index += 1
+            skipWhitespace()
+            guard token() else { return false }
+            skipWhitespace()
+            if index < line.count, line[index] == UInt8(ascii: "=") {
+                index += 1
+                skipWhitespace()
+                guard token() || quotedString() else { return false }
+            }
+        }
     }
 }
 

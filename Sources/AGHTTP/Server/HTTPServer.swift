@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 internal import CEvent
 public import AGEventLoop
 
@@ -5,6 +8,13 @@ public import AGEventLoop
 public struct HTTPServerConfiguration: Sendable {
     /// How long a request head or body may take to arrive between reads.
     public var readTimeout: Duration = .seconds(30)
+    /// Deadline for a whole request head from its first byte; unlike `readTimeout`, a client
+    /// sending a byte at a time cannot push it back.
+    public var headerTimeout: Duration = .seconds(10)
+    /// Least average body rate, in bytes per second over each `bodyRateWindow`, while a
+    /// handler is reading the body; slower clients are disconnected. 0 disables the check.
+    public var bodyMinRate = 0
+    public var bodyRateWindow: Duration = .seconds(5)
     /// How long a response write may stall.
     public var writeTimeout: Duration = .seconds(30)
     /// How long a keep-alive connection may sit idle between requests.
@@ -12,8 +22,33 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxHeadBytes = 16 * 1024
     /// Input buffered per connection before reading pauses (backpressure).
     public var readHighWatermark = 256 * 1024
+    /// Unsent output per connection above which no further pipelined request is read.
+    public var maxPendingOutput = 256 * 1024
+    /// How long accepting pauses when the process is out of file descriptors.
+    public var acceptBackoff: Duration = .milliseconds(100)
+    /// Accept through the process's reserved descriptor when out of descriptors (for the
+    /// admin listener, so it keeps answering).
+    public var usesReservedDescriptor = false
 
     public init() {}
+}
+
+/// What a server reports to its owner and asks of it.
+public struct HTTPServerDelegate {
+    /// Answers a request the server refused or timed out itself (`request.localError`):
+    /// the owner renders its own envelope, request id and access-log line. When nil, the
+    /// server writes a minimal envelope.
+    public var localReply: ((HTTPServerRequest, HTTPLocalError) -> Void)?
+    /// Accepting paused for lack of descriptors: `errno` and how many accepts failed since the
+    /// last report. Called at most once per `reportInterval`.
+    public var acceptFailed: ((_ errno: Int32, _ failures: Int) -> Void)?
+    public var reportInterval: Duration = .seconds(10)
+
+    public init(localReply: ((HTTPServerRequest, HTTPLocalError) -> Void)? = nil,
+                acceptFailed: ((Int32, Int) -> Void)? = nil) {
+        self.localReply = localReply
+        self.acceptFailed = acceptFailed
+    }
 }
 
 /// An HTTP/1.1 server on one event loop, accepting from a shared listening socket.
@@ -24,44 +59,111 @@ public final class HTTPServer {
     let loop: EventLoop
     let configuration: HTTPServerConfiguration
     let handler: (HTTPServerRequest) -> Void
+    let delegate: HTTPServerDelegate
     private var listener: OpaquePointer?
     private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
     private var shutdownCompletion: (() -> Void)?
     private var graceTimer: EventTimer?
+    private var resumeTimer: EventTimer?
+    private var unreportedAcceptFailures = 0
+    private var lastAcceptReport: ContinuousClock.Instant?
 
     /// Connections currently open.
     public var connectionCount: Int { connections.count }
+    /// Accepts that failed for lack of descriptors, since the server started.
+    public private(set) var acceptFailures = 0
 
     public init(loop: EventLoop, socket: ListeningSocket, configuration: HTTPServerConfiguration,
-                handler: @escaping (HTTPServerRequest) -> Void) {
+                delegate: HTTPServerDelegate = HTTPServerDelegate(), handler: @escaping (HTTPServerRequest) -> Void) {
         self.loop = loop
         self.configuration = configuration
         self.handler = handler
+        self.delegate = delegate
         let context = Unmanaged.passUnretained(self).toOpaque()
         listener = evconnlistener_new(loop.base, { _, fd, address, _, context in
-            Unmanaged<HTTPServer>.fromOpaque(context!).takeUnretainedValue().accept(fd: fd, address: address)
+            Unmanaged<HTTPServer>.fromOpaque(context!).takeUnretainedValue().accept(fd: fd, address: address, reserved: false)
         }, context, 0, -1, socket.fileDescriptor)
         precondition(listener != nil, "evconnlistener_new failed")
+        // With an error callback libevent neither logs nor retries: `acceptFailed` decides.
+        evconnlistener_set_error_cb(listener) { _, context in
+            Unmanaged<HTTPServer>.fromOpaque(context!).takeUnretainedValue().acceptFailed(errno)
+        }
+        if configuration.usesReservedDescriptor { ReservedDescriptor.acquire() }
     }
 
     deinit {
         if let listener { evconnlistener_free(listener) }
     }
 
-    private func accept(fd: Int32, address: UnsafeMutablePointer<sockaddr>?) {
+    private func accept(fd: Int32, address: UnsafeMutablePointer<sockaddr>?, reserved: Bool) {
         guard shutdownCompletion == nil else {
             evutil_closesocket(fd)
+            if reserved { ReservedDescriptor.acquire() }
             return
         }
-        let connection = HTTPServerConnection(server: self, fd: fd, remoteAddress: ipString(address))
+        let connection = HTTPServerConnection(server: self, fd: fd, remoteAddress: ipString(address), reserved: reserved)
         connections[ObjectIdentifier(connection)] = connection
         connection.start()
     }
 
+    /// Out of descriptors (or kernel memory) the listening socket stays readable, so accepting
+    /// again at once would spin: pause for `acceptBackoff`, report at most once per interval.
+    /// A server with the reserve first spends it on the waiting connection.
+    private func acceptFailed(_ code: Int32) {
+        guard code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM, let listener else { return }
+        acceptFailures += 1
+        unreportedAcceptFailures += 1
+        if configuration.usesReservedDescriptor, ReservedDescriptor.release() {
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.accept(evconnlistener_get_fd(listener), $0, &length)
+                }
+            }
+            if fd >= 0 {
+                evutil_make_socket_nonblocking(fd)
+                evutil_make_socket_closeonexec(fd)
+                withUnsafeMutablePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd: fd, address: $0, reserved: true) }
+                }
+            } else {
+                ReservedDescriptor.acquire()
+            }
+        }
+        report(code)
+        evconnlistener_disable(listener)
+        if resumeTimer == nil {
+            resumeTimer = EventTimer(loop: loop) { [weak self] in
+                guard let self, let listener = self.listener else { return }
+                evconnlistener_enable(listener)
+            }
+        }
+        resumeTimer?.arm(after: configuration.acceptBackoff)
+    }
+
+    private func report(_ code: Int32) {
+        let now = ContinuousClock.now
+        if let last = lastAcceptReport, now - last < delegate.reportInterval { return }
+        lastAcceptReport = now
+        delegate.acceptFailed?(code, unreportedAcceptFailures)
+        unreportedAcceptFailures = 0
+    }
+
     func connectionClosed(_ connection: HTTPServerConnection) {
         connections[ObjectIdentifier(connection)] = nil
+        if connection.reserved { ReservedDescriptor.acquire() }
         if connections.isEmpty, let completion = shutdownCompletion {
             finishShutdown(completion)
+        }
+    }
+
+    /// Answers a request the server made up itself, through the owner when it has a renderer.
+    func localReply(_ request: HTTPServerRequest, _ error: HTTPLocalError) {
+        if let render = delegate.localReply {
+            render(request, error)
+        } else {
+            error.respondByDefault(request)
         }
     }
 
@@ -72,9 +174,10 @@ public final class HTTPServer {
             evconnlistener_free(listener)
             self.listener = nil
         }
+        resumeTimer?.cancel()
         shutdownCompletion = completion
         for connection in Array(connections.values) {
-            connection.closeWhenIdle()
+            connection.shutdown()
         }
         if connections.isEmpty {
             finishShutdown(completion)

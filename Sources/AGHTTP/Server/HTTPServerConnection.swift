@@ -5,22 +5,37 @@ import Glibc
 #endif
 
 /// One client connection: parses request heads, feeds bodies, writes responses, keeps alive.
+///
+/// Its life is one `HTTPConnectionStateMachine`; this class carries out the machine's actions
+/// on the bufferevent. Memory is bounded: input by the read watermark, output by
+/// `maxPendingOutput` (no further pipelined head is read above it), and a client that does not
+/// read its answers is cut off by the write timeout, which only the client's progress resets.
 final class HTTPServerConnection {
     private unowned let server: HTTPServer
     private var bev: OpaquePointer?
     let remoteAddress: String
     let output: OpaquePointer
-    private let input: OpaquePointer
-    private var current: HTTPServerRequest?
-    private var closeWhenDrained = false
-    private var processing = false
-    private var closed = false
-    /// Set when the connection cannot be reused (unread body, broken framing, shutdown).
-    var closeAfterResponse = false
+    let input: OpaquePointer
+    /// Accepted through the process's reserved descriptor (given back when closed).
+    let reserved: Bool
+    private(set) var current: HTTPServerRequest?
+    private var machine = HTTPConnectionStateMachine()
+    /// A handler that answers inside its own call must not parse the next pipelined head
+    /// there too: the outer loop in `processInput` picks it up (a re-entrancy guard, not state).
+    private var parsingInput = false
+    /// The bytes of the current head; reused for the next one once nothing else holds them.
+    private var headStorage: [UInt8] = []
+    /// Response heads are built here, then added to the output in one piece.
+    private var writer = HTTPHeadWriter(capacity: 0)
+    /// Fires at the head deadline, and at the end of each body-rate window.
+    private var deadline: EventTimer?
+    /// Body bytes seen when the current body-rate window started.
+    var bodyWindowStart: Int?
 
-    init(server: HTTPServer, fd: Int32, remoteAddress: String) {
+    init(server: HTTPServer, fd: Int32, remoteAddress: String, reserved: Bool) {
         self.server = server
         self.remoteAddress = remoteAddress
+        self.reserved = reserved
         // Responses are written whole; Nagle would only delay a head and body sent apart.
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -36,6 +51,8 @@ final class HTTPServerConnection {
         if let bev { bufferevent_free(bev) }
     }
 
+    var configuration: HTTPServerConfiguration { server.configuration }
+
     func start() {
         guard let bev else { return }
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -46,8 +63,8 @@ final class HTTPServerConnection {
         }, { _, events, context in
             Unmanaged<HTTPServerConnection>.fromOpaque(context!).takeUnretainedValue().event(events)
         }, context)
-        bufferevent_setwatermark(bev, Int16(EV_READ), 0, server.configuration.readHighWatermark)
-        setTimeouts(read: server.configuration.idleTimeout)
+        bufferevent_setwatermark(bev, Int16(EV_READ), 0, configuration.readHighWatermark)
+        setTimeouts(read: configuration.idleTimeout)
         // Writes go straight to the socket (`flushOutput`); EV_WRITE is only armed while a
         // write is left over, which saves two epoll_ctl calls per response.
         bufferevent_disable(bev, Int16(EV_WRITE))
@@ -55,26 +72,58 @@ final class HTTPServerConnection {
     }
 
     /// Writes queued output to the socket now; arms EV_WRITE only for what the socket did not
-    /// take (libevent then writes the rest and calls `writable` once drained). Write errors
-    /// surface through the armed event, never here.
+    /// take. EV_WRITE is never re-armed while armed: re-arming restarts the write timeout,
+    /// which must run from the last progress the client allowed, not from our last answer.
     func flushOutput() {
         guard let bev, evbuffer_get_length(output) > 0 else { return }
-        if bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 {
-            _ = evbuffer_write(output, bufferevent_getfd(bev))
-        }
+        guard bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 else { return }
+        _ = evbuffer_write(output, bufferevent_getfd(bev))
         if evbuffer_get_length(output) > 0 {
             bufferevent_enable(bev, Int16(EV_WRITE))
         }
     }
 
-    private func setTimeouts(read: Duration?) {
+    /// Builds a head with the connection's writer and queues it in one piece.
+    func writeHead(_ build: (inout HTTPHeadWriter) -> Void) {
+        writer.reset()
+        build(&writer)
+        writer.bytes.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
+    }
+
+    func setTimeouts(read: Duration?) {
         guard let bev else { return }
-        var writeTV = timeval(server.configuration.writeTimeout)
+        var writeTV = timeval(configuration.writeTimeout)
         if let read {
             var readTV = timeval(read)
             bufferevent_set_timeouts(bev, &readTV, &writeTV)
         } else {
             bufferevent_set_timeouts(bev, nil, &writeTV)
+        }
+    }
+
+    func setReading(_ on: Bool) {
+        guard let bev else { return }
+        if on { bufferevent_enable(bev, Int16(EV_READ)) } else { bufferevent_disable(bev, Int16(EV_READ)) }
+    }
+
+    /// Arms the connection's one timer (created on first use: most heads arrive whole).
+    func armDeadline(after delay: Duration) {
+        if deadline == nil {
+            deadline = EventTimer(loop: server.loop) { [unowned self] in self.deadlineFired() }
+        }
+        deadline?.arm(after: delay)
+    }
+
+    func cancelDeadline() {
+        deadline?.cancel()
+        bodyWindowStart = nil
+    }
+
+    private func deadlineFired() {
+        if machine.state == .readingHead {
+            refuse(.headTimeout)
+        } else {
+            bodyRateWindowEnded()
         }
     }
 
@@ -88,12 +137,14 @@ final class HTTPServerConnection {
         processInput()
     }
 
-    /// Parses as many request heads as can be answered now (pipelined requests one at a time).
+    /// Parses as many request heads as can be answered now (pipelined requests one at a time,
+    /// and none while the answers already queued exceed `maxPendingOutput`).
     private func processInput() {
-        guard !processing else { return }
-        processing = true
-        defer { processing = false }
-        while current == nil, !closed, !closeWhenDrained, evbuffer_get_length(input) > 0 {
+        guard !parsingInput else { return }
+        parsingInput = true
+        defer { parsingInput = false }
+        while current == nil, machine.state == .idle || machine.state == .readingHead, evbuffer_get_length(input) > 0 {
+            guard evbuffer_get_length(output) <= configuration.maxPendingOutput else { return }
             guard parseHead() else { return }
         }
     }
@@ -101,110 +152,59 @@ final class HTTPServerConnection {
     /// Returns false when more input is needed or the connection is closing.
     private func parseHead() -> Bool {
         let available = evbuffer_get_length(input)
-        let maxHead = server.configuration.maxHeadBytes
+        let maxHead = configuration.maxHeadBytes
         let found = "\r\n\r\n".withCString { evbuffer_search(input, $0, 4, nil) }
-        if found.pos < 0 {
-            if available > maxHead { reject(.headTooLarge) }
-            if available > 0 { setTimeouts(read: server.configuration.readTimeout) }
+        if found.pos < 0 || found.pos + 4 > maxHead {
+            let scanned = min(available, maxHead)
+            copyHead(scanned)
+            if HTTPHeadParser.boundary(headStorage.span) == .bareLineFeed {
+                refuse(HTTPLocalError(.malformed("bare LF line ending")))
+            } else if found.pos >= 0 || available > maxHead {
+                refuse(HTTPLocalError(.headTooLarge))
+            } else {
+                if machine.partialHeadArrived() == .startHeadDeadline { armDeadline(after: configuration.headerTimeout) }
+                setTimeouts(read: configuration.readTimeout)
+            }
             return false
         }
         let headLength = found.pos + 4
-        guard headLength <= maxHead else {
-            reject(.headTooLarge)
-            return false
-        }
-        let bytes = UnsafeRawBufferPointer(start: evbuffer_pullup(input, headLength), count: headLength)
+        copyHead(headLength)
+        evbuffer_drain(input, headLength)
         let head: HTTPRequestHead
         let framing: BodyFraming
         do {
-            head = try HTTPHeadParser.parseRequest(bytes)
-            framing = try HTTPHeadParser.requestFraming(head.headers)
+            head = try HTTPHeadParser.parseRequest(headStorage)
+            framing = try HTTPHeadParser.requestFraming(head)
         } catch {
-            evbuffer_drain(input, headLength)
-            reject(error)
+            refuse(HTTPLocalError(error))
             return false
         }
-        evbuffer_drain(input, headLength)
+        cancelDeadline()
         let request = HTTPServerRequest(connection: self, head: head, framing: framing, remoteAddress: remoteAddress)
         if server.isShuttingDown { request.keepAlive = false }
+        machine.requestStarted(keepAlive: request.keepAlive)
         current = request
-        setTimeouts(read: framing == .none ? nil : server.configuration.readTimeout)
+        setTimeouts(read: framing == .none ? nil : configuration.readTimeout)
         server.handler(request)
         return true
     }
 
-    /// Answers a request that could not be parsed, then closes.
-    private func reject(_ error: HTTPParseError) {
-        closeAfterResponse = true
-        let body = Array("{\"error\":\"\(error.message)\",\"code\":\"bad_request\"}".utf8)
-        let head = "HTTP/1.1 \(error.status) \(HTTPStatus.reason(error.status))\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
-        evbuffer_add_string(output, head)
-        evbuffer_add_bytes(output, body)
-        closeWhenDrained = true
-        bufferevent_disable(bev, Int16(EV_READ))
-        flushOutput()
-        if evbuffer_get_length(output) == 0 { close() }
+    /// Copies the first `length` input bytes into the reusable head buffer.
+    private func copyHead(_ length: Int) {
+        headStorage.removeAll(keepingCapacity: true)
+        guard length > 0 else { return }
+        headStorage.append(contentsOf: UnsafeRawBufferPointer(start: evbuffer_pullup(input, length), count: length))
     }
 
-    /// Moves available body bytes to the request's consumer.
-    func pumpBody() {
-        guard let request = current, !request.bodyPaused else { return }
-        if request.expectContinuePending, !request.decoder.isDone {
-            request.expectContinuePending = false
-            if !request.responseStarted {
-                evbuffer_add_string(output, "HTTP/1.1 100 Continue\r\n\r\n")
-                flushOutput()
-            }
-        }
-        switch request.bodyConsumer {
-        case .none, .done:
-            return
-        case .collect(let limit, let buffer, let completion):
-            let result = request.decoder.decode(from: input, into: buffer, budget: limit + 1 - request.decoder.bytesDecoded)
-            if request.decoder.bytesDecoded > limit {
-                bodyBroken(request, .tooLarge)
-                return
-            }
-            switch result {
-            case .needMore:
-                return
-            case .malformed(let why):
-                bodyBroken(request, .malformed(why))
-            case .done:
-                request.bodyConsumer = .done
-                bodyComplete()
-                let length = evbuffer_get_length(buffer)
-                var body = [UInt8](repeating: 0, count: length)
-                if length > 0 { body.withUnsafeMutableBytes { _ = evbuffer_remove(buffer, $0.baseAddress, length) } }
-                evbuffer_free(buffer)
-                completion(.success(body))
-            }
-        case .stream(let onData, let onEnd):
-            let chunk = evbuffer_new()!
-            defer { evbuffer_free(chunk) }
-            let result = request.decoder.decode(from: input, into: chunk)
-            if evbuffer_get_length(chunk) > 0 { onData(chunk) }
-            switch result {
-            case .needMore:
-                return
-            case .malformed(let why):
-                bodyBroken(request, .malformed(why))
-            case .done:
-                request.bodyConsumer = .done
-                bodyComplete()
-                onEnd(.success(()))
-            }
-        }
-    }
-
-    private func bodyComplete() {
-        setTimeouts(read: nil)
-    }
-
-    private func bodyBroken(_ request: HTTPServerRequest, _ error: HTTPBodyError) {
-        closeAfterResponse = true
-        request.keepAlive = false
-        request.fail(body: error)
+    /// Answers a head the server will not serve (through the owner's renderer), then closes.
+    private func refuse(_ error: HTTPLocalError) {
+        cancelDeadline()
+        setReading(false)
+        let request = HTTPServerRequest(connection: self, head: .unparsed, framing: .none, remoteAddress: remoteAddress,
+                                        localError: error)
+        machine.requestStarted(keepAlive: false)
+        current = request
+        server.localReply(request, error)
     }
 
     // MARK: Writing
@@ -212,37 +212,47 @@ final class HTTPServerConnection {
     /// Called by the request once its response is fully queued.
     func responseFinished(_ request: HTTPServerRequest) {
         guard request === current else { return }
-        request.finished = true
+        request.response = .complete
         flushOutput()
+        var reusable = request.keepAlive
         if !request.decoder.isDone {
             // Drop whatever of the unread body has already arrived; if more is due, close.
             let sink = evbuffer_new()!
             _ = request.decoder.decode(from: input, into: sink)
             evbuffer_free(sink)
-            if !request.decoder.isDone { closeAfterResponse = true }
+            if !request.decoder.isDone { reusable = false }
         }
-        if !request.keepAlive || closeAfterResponse {
-            closeWhenDrained = true
-            if let bev { bufferevent_disable(bev, Int16(EV_READ)) }
-            if evbuffer_get_length(output) == 0 { close() }
-            return
+        cancelDeadline()
+        switch machine.responseFinished(reusable: reusable) {
+        case .readNextRequest:
+            current = nil
+            setTimeouts(read: configuration.idleTimeout)
+            processInput()
+        case .drainThenClose:
+            setReading(false)
+            if evbuffer_get_length(output) == 0 { _ = machine.outputDrained(); close() }
+        default:
+            break
         }
-        current = nil
-        setTimeouts(read: server.configuration.idleTimeout)
-        processInput()
     }
 
     private func writable() {
         if let bev { bufferevent_disable(bev, Int16(EV_WRITE)) }
-        if closeWhenDrained {
+        if machine.outputDrained() == .close {
             close()
             return
         }
-        current?.onWritable?()
+        if let current {
+            current.onWritable?()
+        } else {
+            // Pipelined heads waited for the queued answers to go out.
+            processInput()
+        }
     }
 
-    func closeWhenIdle() {
-        if current == nil {
+    /// The server is shutting down.
+    func shutdown() {
+        if machine.shutdown() == .close {
             close()
         } else {
             current?.keepAlive = false
@@ -252,31 +262,33 @@ final class HTTPServerConnection {
     // MARK: Events
 
     private func event(_ events: Int16) {
-        if events & Int16(BEV_EVENT_EOF) != 0, let request = current, !request.finished,
-           request.decoder.isDone, events & Int16(BEV_EVENT_WRITING) == 0 {
-            // Half-close after a complete request: still answer, then close.
-            request.keepAlive = false
-            if let bev { bufferevent_disable(bev, Int16(EV_READ)) }
-            return
+        if events & Int16(BEV_EVENT_EOF) != 0, events & Int16(BEV_EVENT_WRITING) == 0, let request = current,
+           !request.finished {
+            if machine.peerClosed(requestComplete: request.decoder.isDone) == .stopReading {
+                // Half-close after a complete request: still answer, then close.
+                request.keepAlive = false
+                setReading(false)
+                return
+            }
         }
         close()
     }
 
     func close() {
-        guard !closed else { return }
-        closed = true
+        _ = machine.abort()
+        guard let bev else { return }
+        cancelDeadline()
+        deadline = nil
         if let request = current, !request.finished {
-            request.finished = true
+            request.response = .complete
             request.fail(body: .incomplete)
             let abort = request.onAbort
             request.onAbort = nil
             abort?()
         }
         current = nil
-        if let bev {
-            bufferevent_free(bev)
-            self.bev = nil
-        }
+        bufferevent_free(bev)
+        self.bev = nil
         server.connectionClosed(self)
     }
 }

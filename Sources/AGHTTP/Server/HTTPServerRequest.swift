@@ -6,7 +6,7 @@ public enum HTTPBodyError: Error, Sendable, Equatable {
     case tooLarge
     /// The body's framing is broken (answer 400).
     case malformed(String)
-    /// The client went away before the body was complete.
+    /// The client went away before the body was complete (or sent it too slowly).
     case incomplete
 }
 
@@ -19,12 +19,11 @@ public final class HTTPServerRequest {
     public let framing: BodyFraming
     /// Monotonic time the head was parsed, for latency and access logs.
     public let startedAt: ContinuousClock.Instant
+    /// The connection may carry another request after this one; false once the client asked
+    /// to close, the body could not be read in full, or the server is shutting down.
     public internal(set) var keepAlive: Bool
-    /// Set once a response has been started.
-    public private(set) var responseStarted = false
-    public private(set) var responseStatus = 0
-    /// Bytes of response body written so far.
-    public private(set) var responseBodyBytes = 0
+    /// Set when the server answers on its own (parse error, timeout): the reply's reason.
+    public let localError: HTTPLocalError?
     /// Called once if the client disconnects before the response is complete.
     public var onAbort: (() -> Void)?
     /// Called when a streamed response's output has drained (backpressure release).
@@ -33,10 +32,16 @@ public final class HTTPServerRequest {
     weak var connection: HTTPServerConnection?
     var decoder: BodyDecoder
     var bodyConsumer: BodyConsumer = .none
-    var streamingResponse = false
-    var responseChunked = false
-    var finished = false
+    var response = ResponseState.notStarted
+    /// A `100 Continue` is owed before the body is read (`Expect: 100-continue`).
     var expectContinuePending: Bool
+
+    enum ResponseState: Equatable {
+        case notStarted
+        case streaming(chunked: Bool)
+        /// Fully queued, or abandoned because the connection closed.
+        case complete
+    }
 
     enum BodyConsumer {
         case none
@@ -45,25 +50,32 @@ public final class HTTPServerRequest {
         case done
     }
 
-    init(connection: HTTPServerConnection, head: HTTPRequestHead, framing: BodyFraming, remoteAddress: String) {
+    init(connection: HTTPServerConnection, head: HTTPRequestHead, framing: BodyFraming, remoteAddress: String,
+         localError: HTTPLocalError? = nil) {
         self.connection = connection
         self.head = head
         self.framing = framing
         self.remoteAddress = remoteAddress
+        self.localError = localError
         self.startedAt = .now
         self.decoder = BodyDecoder(framing)
-        let connectionTokens = head.headers
-        if head.versionMinor >= 1 {
-            keepAlive = !connectionTokens.containsToken("close", in: "Connection")
+        if localError != nil {
+            keepAlive = false
+        } else if head.versionMinor >= 1 {
+            keepAlive = !head.headers.containsToken("close", in: .connection)
         } else {
-            keepAlive = connectionTokens.containsToken("keep-alive", in: "Connection")
+            keepAlive = head.headers.containsToken("keep-alive", in: .connection)
         }
-        expectContinuePending = head.versionMinor >= 1 && head.headers["Expect"]?.equalsIgnoringASCIICase("100-continue") == true
+        expectContinuePending = head.versionMinor >= 1
+            && head.headers.contains { $0.name == .expect && head.headers.value(of: $0, equalsIgnoringCase: "100-continue") }
     }
 
     public var method: String { head.method }
     public var path: Substring { head.path }
-    public var headers: HTTPHeaders { head.headers }
+    public var headers: HTTPFields { head.headers }
+    /// A response has been started.
+    public var responseStarted: Bool { response != .notStarted }
+    var finished: Bool { response == .complete }
 
     /// Reads the whole body, up to `limit` bytes, then calls `completion` on the loop thread.
     public func collectBody(limit: Int, _ completion: @escaping (Result<[UInt8], HTTPBodyError>) -> Void) {
@@ -90,66 +102,63 @@ public final class HTTPServerRequest {
 
     /// Answers with a complete response. `Content-Length` and `Connection` are set here.
     public func respond(status: Int, headers: HTTPHeaders, body: [UInt8]) {
-        guard !responseStarted, let connection else { return }
-        responseStarted = true
-        responseStatus = status
+        guard response == .notStarted, let connection else { return }
+        response = .complete
         let hasBody = method != "HEAD" && status != 204 && status != 304
-        var head = statusLine(status)
-        for field in headers.fields {
-            head += field.name
-            head += ": "
-            head += field.value
-            head += "\r\n"
+        connection.writeHead { writer in
+            writer.appendStatusLine(status)
+            for field in headers.fields { writer.appendField(field.name, field.value) }
+            if status != 204 && !(100..<200).contains(status) {
+                writer.appendFieldName(.contentLength)
+                writer.append(decimal: body.count)
+                writer.appendCRLF()
+            }
+            if !keepAlive { writer.appendField(.connection, "close") }
+            writer.appendCRLF()
         }
-        if status != 204 && !(100..<200).contains(status) {
-            head += "Content-Length: \(body.count)\r\n"
-        }
-        head += keepAlive && !connection.closeAfterResponse ? "" : "Connection: close\r\n"
-        head += "\r\n"
-        let output = connection.output
-        evbuffer_add_string(output, head)
-        if hasBody {
-            evbuffer_add_bytes(output, body)
-            responseBodyBytes = body.count
-        }
+        if hasBody { evbuffer_add_bytes(connection.output, body) }
         connection.responseFinished(self)
     }
 
-    /// Starts a streamed response; `contentLength` nil means chunked (HTTP/1.1) or close-delimited.
-    func startResponse(status: Int, reason: String?, headers: HTTPHeaders, contentLength: Int?) {
-        guard !responseStarted, let connection else { return }
-        responseStarted = true
-        responseStatus = status
-        streamingResponse = true
-        var head = reason.map { "HTTP/1.1 \(status) \($0)\r\n" } ?? statusLine(status)
-        for field in headers.fields {
-            head += field.name
-            head += ": "
-            head += field.value
-            head += "\r\n"
-        }
+    /// Starts a streamed response; `contentLength` nil means chunked (HTTP/1.1) or
+    /// close-delimited. `reason` is relayed when given (already checked clean), else RFC
+    /// 9110's phrase is written; `fields` writes the header fields.
+    func startResponse(status: Int, reason: ArraySlice<UInt8>?, contentLength: Int?, fields: (inout HTTPHeadWriter) -> Void) {
+        guard response == .notStarted, let connection else { return }
         let bodyless = method == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status)
-        if let contentLength {
-            head += "Content-Length: \(contentLength)\r\n"
-        } else if !bodyless {
-            if self.head.versionMinor >= 1 {
-                responseChunked = true
-                head += "Transfer-Encoding: chunked\r\n"
-            } else {
-                keepAlive = false
-            }
+        var chunked = false
+        if contentLength == nil, !bodyless {
+            if head.versionMinor >= 1 { chunked = true } else { keepAlive = false }
         }
-        head += keepAlive && !connection.closeAfterResponse ? "" : "Connection: close\r\n"
-        head += "\r\n"
-        evbuffer_add_string(connection.output, head)
+        response = .streaming(chunked: chunked)
+        connection.writeHead { writer in
+            if let reason {
+                writer.append("HTTP/1.1 ")
+                writer.append(decimal: status)
+                writer.append(" ")
+                writer.append(reason)
+                writer.appendCRLF()
+            } else {
+                writer.appendStatusLine(status)
+            }
+            fields(&writer)
+            if let contentLength {
+                writer.appendFieldName(.contentLength)
+                writer.append(decimal: contentLength)
+                writer.appendCRLF()
+            } else if chunked {
+                writer.appendField(.transferEncoding, "chunked")
+            }
+            if !keepAlive { writer.appendField(.connection, "close") }
+            writer.appendCRLF()
+        }
         connection.flushOutput()
     }
 
     /// Appends streamed body bytes, draining `buffer`.
     func writeBody(_ buffer: OpaquePointer) {
-        guard let connection, streamingResponse, !finished else { return }
-        responseBodyBytes += evbuffer_get_length(buffer)
-        if responseChunked {
+        guard let connection, case .streaming(let chunked) = response else { return }
+        if chunked {
             ChunkedEncoder.writeChunk(from: buffer, to: connection.output)
         } else {
             evbuffer_add_buffer(connection.output, buffer)
@@ -162,10 +171,11 @@ public final class HTTPServerRequest {
 
     /// Ends a streamed response. `complete: false` means the body was cut short: close.
     func endResponse(complete: Bool) {
-        guard let connection, streamingResponse, !finished else { return }
+        guard let connection, case .streaming(let chunked) = response else { return }
+        response = .complete
         if !complete {
-            connection.closeAfterResponse = true
-        } else if responseChunked {
+            keepAlive = false
+        } else if chunked {
             ChunkedEncoder.writeEnd(to: connection.output)
         }
         connection.responseFinished(self)
@@ -187,42 +197,5 @@ public final class HTTPServerRequest {
 
     deinit {
         if case .collect(_, let buffer, _) = bodyConsumer { evbuffer_free(buffer) }
-    }
-
-    private func statusLine(_ status: Int) -> String {
-        "HTTP/1.1 \(status) \(HTTPStatus.reason(status))\r\n"
-    }
-}
-
-/// Reason phrases for the statuses the gateway produces itself.
-public enum HTTPStatus {
-    public static func reason(_ status: Int) -> String {
-        switch status {
-        case 100: "Continue"
-        case 200: "OK"
-        case 201: "Created"
-        case 204: "No Content"
-        case 304: "Not Modified"
-        case 400: "Bad Request"
-        case 401: "Unauthorized"
-        case 402: "Payment Required"
-        case 403: "Forbidden"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 408: "Request Timeout"
-        case 409: "Conflict"
-        case 411: "Length Required"
-        case 413: "Content Too Large"
-        case 415: "Unsupported Media Type"
-        case 429: "Too Many Requests"
-        case 431: "Request Header Fields Too Large"
-        case 500: "Internal Server Error"
-        case 501: "Not Implemented"
-        case 502: "Bad Gateway"
-        case 503: "Service Unavailable"
-        case 504: "Gateway Timeout"
-        case 505: "HTTP Version Not Supported"
-        default: "Status"
-        }
     }
 }

@@ -1,3 +1,5 @@
+// Longer than the usual 300 lines: one exchange state machine (connect, send, response head,
+// body, endings) whose transitions read best side by side; the byte-level work lives elsewhere.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,10 +23,10 @@ final class UpstreamExchange {
     private let pool: UpstreamPool
     private let request: HTTPServerRequest
     private let address: UpstreamAddress
-    private let head: String
+    private let head: [UInt8]
     private let timeouts: UpstreamTimeouts
     private let maxBodyBytes: Int
-    private let responseHeaderFilter: ((inout HTTPHeaders) -> Void)?
+    private let responseFields: ((HTTPResponseHead, inout HTTPHeadWriter) -> Void)?
     private let completion: (UpstreamOutcome) -> Void
     private let startedAt: ContinuousClock.Instant
 
@@ -43,8 +45,8 @@ final class UpstreamExchange {
     /// Upstream reads are off because the client's output is full.
     private var readsPaused = false
 
-    init(pool: UpstreamPool, request: HTTPServerRequest, address: UpstreamAddress, head: String,
-         timeouts: UpstreamTimeouts, maxBodyBytes: Int, responseHeaderFilter: ((inout HTTPHeaders) -> Void)?,
+    init(pool: UpstreamPool, request: HTTPServerRequest, address: UpstreamAddress, head: [UInt8],
+         timeouts: UpstreamTimeouts, maxBodyBytes: Int, responseFields: ((HTTPResponseHead, inout HTTPHeadWriter) -> Void)?,
          completion: @escaping (UpstreamOutcome) -> Void) {
         self.pool = pool
         self.request = request
@@ -52,7 +54,7 @@ final class UpstreamExchange {
         self.head = head
         self.timeouts = timeouts
         self.maxBodyBytes = maxBodyBytes
-        self.responseHeaderFilter = responseHeaderFilter
+        self.responseFields = responseFields
         self.completion = completion
         self.startedAt = .now
     }
@@ -102,7 +104,7 @@ final class UpstreamExchange {
         responseBytesSeen = false
         connection.setTimeouts(read: nil, write: timeouts.response)
         connection.setReading(true)
-        evbuffer_add_string(connection.output, head)
+        head.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
         connection.flushOutput()
         if request.framing == .none {
             markRequestQueued()
@@ -244,7 +246,7 @@ final class UpstreamExchange {
             let parsed: HTTPResponseHead
             let framing: BodyFraming
             do {
-                parsed = try HTTPHeadParser.parseResponse(UnsafeRawBufferPointer(start: evbuffer_pullup(input, headLength), count: headLength))
+                parsed = try HTTPHeadParser.parseResponse(pool.responseHeadBytes(from: input, length: headLength))
                 framing = try HTTPHeadParser.responseFraming(parsed, requestMethod: request.method)
             } catch {
                 fail(.invalidResponse(error.message))
@@ -267,9 +269,9 @@ final class UpstreamExchange {
     private func startResponse(_ parsed: HTTPResponseHead, framing: BodyFraming) {
         let headers = parsed.headers
         if parsed.versionMinor >= 1 {
-            responseReusable = !headers.containsToken("close", in: "Connection")
+            responseReusable = !headers.containsToken("close", in: .connection)
         } else {
-            responseReusable = headers.containsToken("keep-alive", in: "Connection")
+            responseReusable = headers.containsToken("keep-alive", in: .connection)
         }
         if framing == .untilClose { responseReusable = false }
         let contentLength: Int?
@@ -278,7 +280,8 @@ final class UpstreamExchange {
             contentLength = length
         case .none:
             if request.method == "HEAD" {
-                contentLength = headers["Content-Length"].flatMap(HTTPHeadParser.parseContentLength)
+                contentLength = headers.first { $0.name == .contentLength }
+                    .flatMap { HTTPHeadParser.parseContentLength(headers.storage[$0.valueRange]) }
             } else if parsed.status == 204 || parsed.status == 304 {
                 contentLength = nil
             } else {
@@ -287,18 +290,26 @@ final class UpstreamExchange {
         case .chunked, .untilClose:
             contentLength = nil
         }
-        var forwarded = headers
-        forwarded.removeAll { name in
-            // Framing belongs to each hop: the server writes its own for the client.
-            name.equalsIgnoringASCIICase("Content-Length") || name.equalsIgnoringASCIICase("Transfer-Encoding")
-        }
-        responseHeaderFilter?(&forwarded)
-        forwarded.remove("Connection")
         state = .receivingBody
         responseStatus = parsed.status
         responseDecoder = BodyDecoder(framing)
         request.onWritable = { [weak self] in self?.clientDrained() }
-        request.startResponse(status: parsed.status, reason: parsed.reason, headers: forwarded, contentLength: contentLength)
+        // A phrase with control bytes (CR, NUL…) is never relayed: the status's own is written.
+        let reason = parsed.reasonIsClean && !parsed.reasonRange.isEmpty ? headers.storage[parsed.reasonRange] : nil
+        let responseFields = self.responseFields
+        request.startResponse(status: parsed.status, reason: reason, contentLength: contentLength) { writer in
+            if let responseFields {
+                responseFields(parsed, &writer)
+            } else {
+                for field in headers {
+                    switch field.name {
+                    // Framing belongs to each hop: the server writes its own for the client.
+                    case .contentLength, .transferEncoding, .connection: continue
+                    default: writer.appendField(field, of: headers)
+                    }
+                }
+            }
+        }
         pumpResponseBody()
     }
 

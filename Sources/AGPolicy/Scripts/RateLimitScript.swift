@@ -84,6 +84,53 @@ public enum RateLimitScript {
 
         """
 
+    /// A lease: up to `ARGV[3]` tokens of one bucket at once (`TokenBucket.take(upTo:)` step by
+    /// step), for a worker to spend locally without a round trip per request.
+    ///
+    /// KEYS: the bucket. ARGV: now (Unix µs), limit per minute, tokens wanted. Reply:
+    /// `{granted, remaining, resetAt, retryAfter}`; nothing is written when none is granted.
+    public static let leaseSource = LuaFragments.now + """
+        local COST = \(TokenBucket.unitsPerToken)
+        local limit = tonumber(ARGV[2])
+        local want = math.max(1, math.floor(tonumber(ARGV[3]) or 1))
+        if not limit or limit < 1 or limit > \(TokenBucket.maximumLimitPerMinute) or limit % 1 ~= 0 then
+          return redis.error_reply('ERR rate limit ' .. tostring(ARGV[2]) .. ' out of range')
+        end
+        local cap = limit * COST
+        local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+        local u, ts = tonumber(state[1]), tonumber(state[2])
+        if u == nil or ts == nil then
+          u, ts = cap, now_us
+        else
+          if u < 0 then u = 0 end
+          local elapsed = now_us - ts
+          if elapsed < 0 then elapsed = 0 end
+          if elapsed > COST then elapsed = COST end
+          u = math.min(cap, u + elapsed * limit)
+          if now_us > ts then ts = now_us end
+        end
+        local granted = math.min(want, math.floor(u / COST))
+        if granted >= 1 then u = u - granted * COST end
+        local toFull = math.ceil((cap - u) / limit)
+        if granted >= 1 then
+          redis.call('HSET', KEYS[1], 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts))
+          redis.call('PEXPIRE', KEYS[1], math.ceil(toFull / 1000) + 1000)
+        end
+        local retryAfter = 0
+        if granted < 1 then retryAfter = math.max(1, math.ceil(math.ceil((COST - u) / limit) / 1000000)) end
+        return {granted, math.floor(u / COST), math.ceil((ts + toFull) / 1000000), retryAfter}
+        """
+
+    public static let lease = RedisScript(leaseSource)
+
+    /// A lease reply: tokens granted and the bucket's decision (allowed when any was granted).
+    public static func leaseDecision(from reply: RedisValue, limit: Int) -> (granted: Int, decision: TokenBucket.Decision)? {
+        guard let values = reply.array, values.count == 4, let granted = values[0].int, let remaining = values[1].int,
+              let resetAt = values[2].int, let retryAfter = values[3].int else { return nil }
+        return (Int(granted), TokenBucket.Decision(allowed: granted > 0, limit: limit, remaining: Int(remaining),
+                                                   resetAt: resetAt, retryAfter: Int(retryAfter)))
+    }
+
     /// The per-bucket decisions in `checks` order, or nil when the reply has the wrong shape.
     public static func decisions(from reply: RedisValue, limits: [Int]) -> (allowed: Bool, decisions: [TokenBucket.Decision])? {
         guard let values = reply.array, values.count == 1 + 4 * limits.count, let allowed = values[0].int else {

@@ -121,6 +121,10 @@ final class FakeLimiter: Limiter {
         let (allowed, decisions) = buckets.take(checks)
         completion(.combining(checks, allowed: allowed, decisions))
     }
+
+    func lease(_ check: BucketCheck, fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void) {
+        self.check([check], fallback: fallback, completion: completion)
+    }
 }
 
 final class FakeTiers: TierAdministration {

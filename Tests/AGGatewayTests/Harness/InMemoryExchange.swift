@@ -6,7 +6,8 @@ import AGHTTP
 final class InMemoryExchange: ServerExchange {
     let method: String
     let target: String
-    let headers: HTTPHeaders
+    /// Parsed from the given pairs as a real head would be (`HTTPFields(parsing:)`).
+    let headers: HTTPFields
     let remoteAddress: String
     let startedAt = ContinuousClock.now
     private let body: [UInt8]
@@ -16,7 +17,8 @@ final class InMemoryExchange: ServerExchange {
          remoteAddress: String = "198.51.100.7") {
         self.method = method
         self.target = target
-        self.headers = HTTPHeaders(headers.map { (name: $0.0, value: $0.1) })
+        let section = headers.map { "\($0.0): \($0.1)\r\n" }.joined() + "\r\n"
+        self.headers = try! HTTPFields(parsing: Array(section.utf8))
         self.body = body
         self.remoteAddress = remoteAddress
     }

@@ -48,7 +48,7 @@ final class RouterHarness {
             snapshots: FixedSnapshot(snapshot: snapshot), time: time, devices: devices, deviceAdmin: devices,
             challenges: challenges, platformSSO: platformSSO, limiter: limiter, tiers: tiers, revocations: revocations, forwarder: forwarder,
             readiness: health, reloader: reloader, metrics: metrics, metricsText: { "# metrics\n" }, logger: log,
-            accessLog: accessLog, tokenCache: TokenCache(), requestIDs: RequestIDSource())
+            accessLog: accessLog, tokenCache: TokenCache(), deviceKeys: DeviceKeyCache(), requestIDs: RequestIDSource())
     }
 
     var tenant: Tenant { snapshot.tenants[Self.appID]! }

@@ -34,12 +34,16 @@ final class ProxyHarness: @unchecked Sendable {
             let pool = UpstreamPool(loop: gateway.loop, configuration: poolConfiguration)
             self.pool = pool
             server = HTTPServer(loop: gateway.loop, socket: socket, configuration: HTTPServerConfiguration()) { [self] request in
-                var headers = request.headers
+                var headers = HTTPHeaders(request.headers.fields)
                 headers.remove("Connection")
                 headers.remove("Keep-Alive")
                 pool.forward(request, to: target, path: target.basePath + request.head.target, headers: headers,
                              timeouts: timeouts, maxBodyBytes: maxBodyBytes,
-                             responseHeaderFilter: { $0.remove("Keep-Alive") }) { outcome in
+                             responseFields: { head, writer in
+                                 for field in head.headers where ![.contentLength, .transferEncoding, .connection, .keepAlive].contains(field.name) {
+                                     writer.appendField(field, of: head.headers)
+                                 }
+                             }) { outcome in
                     self.recordedOutcomes.withLock { $0.append(outcome) }
                     if case .failed(let error) = outcome, error != .clientAborted {
                         let body = Array("{\"code\":\"\(Self.code(error))\"}".utf8)

@@ -9,37 +9,35 @@ internal import AGEventLoop
 /// on failure, or by `free()` for a context that never connected.
 final class HiredisContext {
     let ac: UnsafeMutablePointer<redisAsyncContext>
-    weak var owner: RedisClient?
+    weak var owner: RedisConnection?
     /// hiredis reported the TCP/unix connect as done.
     var isConnected = false
     /// hiredis has freed, is freeing, or will free the context right after the current callback.
     var isFreeing = false
     var handshakeRepliesLeft = 0
     var unconfirmedSubscriptions = 0
-    /// Times out the `SUBSCRIBE` confirmations, which hiredis keeps outside its reply queue.
-    var subscribeDeadline: PendingCommand?
+    /// Times out the `SUBSCRIBE` confirmations (first subscription or health check), which
+    /// hiredis keeps outside its reply queue.
+    var subscriptionProbe: PendingCommand?
 
-    private init(ac: UnsafeMutablePointer<redisAsyncContext>, owner: RedisClient) {
+    private init(ac: UnsafeMutablePointer<redisAsyncContext>, owner: RedisConnection) {
         self.ac = ac
         self.owner = owner
     }
 
     /// Starts a non-blocking connect attached to `loop`, or returns hiredis's error.
-    /// A host name is resolved synchronously by hiredis; use an IP literal to never block the loop.
-    static func connect(to endpoint: RedisURL.Endpoint, loop: EventLoop,
-                        owner: RedisClient) -> Result<HiredisContext, RedisError> {
-        let connected: UnsafeMutablePointer<redisAsyncContext>?
-        switch endpoint {
-        case .tcp(let host, let port): connected = redisAsyncConnect(host, Int32(port))
-        case .unix(let path): connected = redisAsyncConnectUnix(path)
-        }
+    /// `address` must be an IP literal (hiredis would resolve a name with a blocking call) or,
+    /// with `isUnix`, a socket path.
+    static func connect(address: String, port: Int, isUnix: Bool, loop: EventLoop,
+                        owner: RedisConnection) -> Result<HiredisContext, RedisError> {
+        let connected = isUnix ? redisAsyncConnectUnix(address) : redisAsyncConnect(address, Int32(port))
         guard let ac = connected else { return .failure(.unavailable("out of memory")) }
         if ac.pointee.err != 0 {
             let message = errorMessage(ac)
             redisAsyncFree(ac)
             return .failure(.unavailable(message))
         }
-        if case .tcp = endpoint {
+        if !isUnix {
             _ = redisEnableKeepAlive(&ac.pointee.c)
         }
         guard ag_redis_attach_libevent(ac, loop.base) == REDIS_OK else {
@@ -55,12 +53,18 @@ final class HiredisContext {
 
     /// Queues a command; `command` completes from the reply callback (or with a NULL reply when
     /// the context goes away). Returns false, without retaining `command`, if hiredis refused it.
-    func send<Args: Collection>(_ arguments: Args, command: PendingCommand) -> Bool
-    where Args.Element: Collection<UInt8> {
+    func send(_ arguments: RedisArguments, command: PendingCommand) -> Bool {
         guard !isFreeing else { return false }
         let privdata = Unmanaged.passRetained(command)
-        let status = withArgv(arguments) { argc, argv, lengths in
-            redisAsyncCommandArgv(ac, Self.onReply, privdata.toOpaque(), argc, argv, lengths)
+        let status = switch arguments {
+        case .strings(let items):
+            withArgv(items.lazy.map(\.utf8)) { argc, argv, lengths in
+                redisAsyncCommandArgv(ac, Self.onReply, privdata.toOpaque(), argc, argv, lengths)
+            }
+        case .bytes(let items):
+            withArgv(items) { argc, argv, lengths in
+                redisAsyncCommandArgv(ac, Self.onReply, privdata.toOpaque(), argc, argv, lengths)
+            }
         }
         if status != REDIS_OK {
             privdata.release()
@@ -69,8 +73,8 @@ final class HiredisContext {
         return true
     }
 
-    /// Sends `SUBSCRIBE`; every confirmation and message for the channels arrives at the owner's
-    /// `subscriptionPushed`. hiredis keeps the callback until the context is freed, which is why
+    /// Sends `SUBSCRIBE` (again, for a health check); every confirmation and message for the
+    /// channels arrives at the owner's `subscriptionPushed`. hiredis keeps the callback until the context is freed, which is why
     /// the privdata is this context (alive until then) rather than a per-command retain.
     func subscribe(_ channels: [String]) -> Bool {
         guard !isFreeing else { return false }

@@ -1,0 +1,98 @@
+internal import CEvent
+internal import Glibc
+
+/// One name being resolved: an `A` and an `AAAA` query whose answers are merged.
+final class DNSLookup {
+    let name: String
+    var waiters: [(Result<[IPAddress], DNSError>) -> Void] = []
+    /// Weak: evdns may run a query's callback after the resolver is gone (deferred shutdown).
+    private weak var resolver: DNSResolver?
+    private var v4: DNSAnswer?
+    private var v6: DNSAnswer?
+
+    init(name: String, resolver: DNSResolver) {
+        self.name = name
+        self.resolver = resolver
+    }
+
+    /// Sends both queries. A query evdns refuses at once counts as answered with an error.
+    func start(on evdns: OpaquePointer) {
+        for family in [IPAddress.Family.v4, .v6] {
+            // One retain per query, taken back in the callback.
+            let query = Unmanaged.passRetained(DNSQuery(lookup: self, family: family)).toOpaque()
+            let request = switch family {
+            case .v4: evdns_base_resolve_ipv4(evdns, name, 0, Self.onAnswer, query)
+            case .v6: evdns_base_resolve_ipv6(evdns, name, 0, Self.onAnswer, query)
+            }
+            if request == nil {
+                Unmanaged<DNSQuery>.fromOpaque(query).release()
+                record(family, .failure(DNS_ERR_UNKNOWN))
+            }
+        }
+    }
+
+    private func record(_ family: IPAddress.Family, _ answer: DNSAnswer) {
+        switch family {
+        case .v4: v4 = answer
+        case .v6: v6 = answer
+        }
+        guard let v4, let v6, let resolver else { return }
+        resolver.finished(self, Self.merge(v4: v4, v6: v6, name: name))
+    }
+
+    /// Both families' addresses, the smaller TTL; an error only when neither gave an address
+    /// (then the more telling of the two: "no records" yields to any other error).
+    private static func merge(v4: DNSAnswer, v6: DNSAnswer, name: String) -> Result<(addresses: [IPAddress], ttl: Int), DNSError> {
+        switch (v4, v6) {
+        case (.success(let a), .success(let b)):
+            return .success((a.addresses + b.addresses, min(a.ttl, b.ttl)))
+        case (.success(let a), .failure), (.failure, .success(let a)):
+            return .success(a)
+        case (.failure(let a), .failure(let b)):
+            let code = a.code == DNS_ERR_NODATA ? b.code : a.code
+            return .failure(DNSError(host: name, code: code, reason: String(cString: evdns_err_to_string(code))))
+        }
+    }
+
+    private static let onAnswer: @convention(c) (Int32, CChar, Int32, Int32, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = {
+        result, type, count, ttl, addresses, argument in
+        let query = Unmanaged<DNSQuery>.fromOpaque(argument!).takeRetainedValue()
+        if result == DNS_ERR_SHUTDOWN || result == DNS_ERR_CANCEL { return }
+        guard result == DNS_ERR_NONE, count > 0, let addresses else {
+            query.lookup.record(query.family, .failure(result == DNS_ERR_NONE ? DNS_ERR_NODATA : result))
+            return
+        }
+        var found: [IPAddress] = []
+        if type == CChar(DNS_IPv4_A) {
+            let list = addresses.assumingMemoryBound(to: in_addr.self)
+            found = (0..<Int(count)).map { IPAddress(v4: list[$0]) }
+        } else if type == CChar(DNS_IPv6_AAAA) {
+            let list = addresses.assumingMemoryBound(to: in6_addr.self)
+            found = (0..<Int(count)).map { IPAddress(v6: list[$0]) }
+        }
+        query.lookup.record(query.family, found.isEmpty ? .failure(DNS_ERR_NODATA) : .success((found, Int(max(ttl, 0)))))
+    }
+}
+
+/// One family's outcome: addresses and TTL in seconds, or a `DNS_ERR_*` code.
+private typealias DNSAnswer = Result<(addresses: [IPAddress], ttl: Int), DNSErrorCode>
+
+/// A bare evdns error code, so answers can be kept in a `Result`.
+private struct DNSErrorCode: Error, Equatable {
+    let code: Int32
+}
+
+extension Result where Failure == DNSErrorCode {
+    fileprivate static func failure(_ code: Int32) -> Self { .failure(DNSErrorCode(code: code)) }
+}
+
+/// The callback context of one query.
+private final class DNSQuery {
+    let lookup: DNSLookup
+    let family: IPAddress.Family
+
+    init(lookup: DNSLookup, family: IPAddress.Family) {
+        self.lookup = lookup
+        self.family = family
+    }
+}

@@ -1,0 +1,263 @@
+/// Parses message heads from their raw bytes (everything up to and including the blank line)
+/// into `HTTPFields` ranges over those same bytes: no string is made per field.
+///
+/// Strict where leniency enables request smuggling: CRLF only, no obs-fold, no whitespace
+/// before the colon, one valid Content-Length, never both Content-Length and
+/// Transfer-Encoding, exactly one Host on HTTP/1.1, no Transfer-Encoding on HTTP/1.0.
+public enum HTTPHeadParser {
+    public static let maxHeaderCount = 100
+
+    /// Finds the end of the head in `bytes` (the start of a connection's input).
+    public static func boundary(_ bytes: Span<UInt8>) -> HeadBoundary {
+        var index = 0
+        var lineStart = 0
+        while index < bytes.count {
+            if bytes[index] == 0x0A {
+                guard index > 0, bytes[index - 1] == 0x0D else { return .bareLineFeed }
+                if index - 1 == lineStart { return .complete(length: index + 1) }
+                lineStart = index + 1
+            }
+            index += 1
+        }
+        return .incomplete
+    }
+
+    public static func parseRequest(_ storage: [UInt8]) throws(HTTPParseError) -> HTTPRequestHead {
+        let bytes = storage.span
+        var lines = LineCursor()
+        guard let line = try lines.next(bytes), !line.isEmpty else { throw .malformed("empty request line") }
+        guard let firstSpace = find(0x20, bytes, line),
+              let secondSpace = find(0x20, bytes, (firstSpace + 1)..<line.upperBound),
+              find(0x20, bytes, (secondSpace + 1)..<line.upperBound) == nil else {
+            throw .malformed("malformed request line")
+        }
+        let method = line.lowerBound..<firstSpace
+        let target = (firstSpace + 1)..<secondSpace
+        guard !method.isEmpty, all(bytes, method, isTokenByte) else { throw .malformed("malformed method") }
+        guard !target.isEmpty, all(bytes, target, { $0 > 0x20 && $0 < 0x7F }) else {
+            throw .malformed("malformed request target")
+        }
+        let minor = try parseVersion(bytes, (secondSpace + 1)..<line.upperBound)
+        let headers = try parseFields(storage, &lines)
+        var hosts = 0
+        for field in headers where field.name == .host { hosts += 1 }
+        guard hosts <= 1 else { throw .malformed("more than one Host header") }
+        guard hosts == 1 || minor == 0 else { throw .malformed("missing Host header") }
+        return HTTPRequestHead(method: String(decoding: storage[method], as: UTF8.self),
+                               target: String(decoding: storage[target], as: UTF8.self),
+                               versionMinor: minor, headers: headers, targetRange: target)
+    }
+
+    public static func parseResponse(_ storage: [UInt8]) throws(HTTPParseError) -> HTTPResponseHead {
+        let bytes = storage.span
+        var lines = LineCursor()
+        guard let line = try lines.next(bytes), line.count >= 12 else { throw .malformed("malformed status line") }
+        let start = line.lowerBound
+        let minor = try parseVersion(bytes, start..<(start + 8))
+        let code = (start + 9)..<(start + 12)
+        guard bytes[start + 8] == 0x20, all(bytes, code, { $0 >= 0x30 && $0 <= 0x39 }),
+              line.count == 12 || bytes[start + 12] == 0x20 else {
+            throw .malformed("malformed status line")
+        }
+        var status = 0
+        for index in code { status = status * 10 + Int(bytes[index] - 0x30) }
+        let reason = line.count > 13 ? (start + 13)..<line.upperBound : line.upperBound..<line.upperBound
+        let clean = all(bytes, reason) { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+        let headers = try parseFields(storage, &lines)
+        return HTTPResponseHead(status: status, versionMinor: minor, headers: headers, reasonRange: reason, reasonIsClean: clean)
+    }
+
+    /// Request body framing. Requests without length or chunking have no body.
+    public static func requestFraming(_ head: HTTPRequestHead) throws(HTTPParseError) -> BodyFraming {
+        if head.versionMinor == 0, head.headers.contains(where: { $0.name == .transferEncoding }) {
+            // RFC 9112 section 6.1: an HTTP/1.0 peer cannot mean chunked, so the framing is a guess.
+            throw .malformed("Transfer-Encoding in an HTTP/1.0 request")
+        }
+        return try explicitFraming(head.headers) ?? .none
+    }
+
+    /// Response body framing, which also depends on the request method and status.
+    public static func responseFraming(_ head: HTTPResponseHead, requestMethod: String) throws(HTTPParseError) -> BodyFraming {
+        if requestMethod == "HEAD" || (100..<200).contains(head.status) || head.status == 204 || head.status == 304 {
+            return .none
+        }
+        return try explicitFraming(head.headers) ?? .untilClose
+    }
+
+    private static func explicitFraming(_ headers: HTTPFields) throws(HTTPParseError) -> BodyFraming? {
+        var codings = 0
+        var chunked = false
+        var length: HTTPField?
+        for field in headers {
+            switch field.name {
+            case .transferEncoding:
+                headers.forEachListElement(of: field) { range in
+                    codings += 1
+                    chunked = headers.equalsIgnoringCase(range, chunkedToken)
+                }
+                if field.valueRange.isEmpty { codings += 1 }
+            case .contentLength:
+                if let first = length {
+                    guard headers.storage[first.valueRange] == headers.storage[field.valueRange] else {
+                        throw .malformed("invalid Content-Length")
+                    }
+                }
+                length = field
+            default:
+                break
+            }
+        }
+        if codings > 0 {
+            guard length == nil else { throw .malformed("both Content-Length and Transfer-Encoding") }
+            guard codings == 1, chunked else { throw .unsupportedTransferEncoding }
+            return .chunked
+        }
+        guard let length else { return nil }
+        guard let value = parseContentLength(headers.storage[length.valueRange]) else { throw .malformed("invalid Content-Length") }
+        return value == 0 ? BodyFraming.none : .length(value)
+    }
+
+    private static let chunkedToken = Array("chunked".utf8)
+    private static let versionPrefix = Array("HTTP/1.".utf8)
+
+    /// A Content-Length value: 1 to 18 decimal digits, nothing else.
+    public static func parseContentLength(_ value: ArraySlice<UInt8>) -> Int? {
+        guard !value.isEmpty, value.count <= 18 else { return nil }
+        var result = 0
+        for byte in value {
+            guard byte >= 0x30 && byte <= 0x39 else { return nil }
+            result = result * 10 + Int(byte - 0x30)
+        }
+        return result
+    }
+
+    private static func parseVersion(_ bytes: Span<UInt8>, _ range: Range<Int>) throws(HTTPParseError) -> Int {
+        let prefix = versionPrefix
+        guard range.count == 8, (0..<7).allSatisfy({ bytes[range.lowerBound + $0] == prefix[$0] }) else {
+            if range.count >= 5, (0..<5).allSatisfy({ bytes[range.lowerBound + $0] == prefix[$0] }) { throw .unsupportedVersion }
+            throw .malformed("malformed HTTP version")
+        }
+        switch bytes[range.lowerBound + 7] {
+        case UInt8(ascii: "0"): return 0
+        case UInt8(ascii: "1"): return 1
+        default: throw .unsupportedVersion
+        }
+    }
+
+    /// Parses field lines from the cursor up to the blank line.
+    ///
+    /// Each ordinary line is read in one pass (name bytes checked as they are scanned, value
+    /// bytes checked while looking for its CRLF); a line with anything unusual in it is
+    /// re-read by `slowField`, which decides which error it is, in the order the rules apply.
+    static func parseFields(_ storage: [UInt8], _ lines: inout LineCursor) throws(HTTPParseError) -> HTTPFields {
+        let bytes = storage.span
+        let count = bytes.count
+        var list: [HTTPField] = []
+        list.reserveCapacity(16)
+        var position = lines.position
+        while position < count {
+            let first = bytes[position]
+            if first == 0x0D, position + 1 < count, bytes[position + 1] == 0x0A {
+                lines.position = position + 2
+                return HTTPFields(storage: storage, list: list)
+            }
+            guard list.count < maxHeaderCount else { throw .headTooLarge }
+            // Name: token bytes up to the colon.
+            var index = position
+            while index < count, isTokenByte(bytes[index]) { index += 1 }
+            guard index > position, index < count, bytes[index] == UInt8(ascii: ":") else {
+                list.append(try slowField(bytes, &lines, from: position))
+                position = lines.position
+                continue
+            }
+            let colon = index
+            index += 1
+            while index < count, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 }
+            let valueStart = index
+            var valueEnd = index
+            // Value: field-content bytes up to CRLF; the end moves past every non-blank byte.
+            while index < count {
+                let byte = bytes[index]
+                if byte > 0x20 && byte != 0x7F {
+                    index += 1
+                    valueEnd = index
+                } else if byte == 0x20 || byte == 0x09 {
+                    index += 1
+                } else {
+                    break
+                }
+            }
+            guard index + 1 < count, bytes[index] == 0x0D, bytes[index + 1] == 0x0A else {
+                list.append(try slowField(bytes, &lines, from: position))
+                position = lines.position
+                continue
+            }
+            let names = HTTPFieldName.classify(bytes, position, colon)
+            list.append(HTTPField(name: names.exact, lookalike: names.lookalike, nameStart: Int32(position),
+                                  nameEnd: Int32(colon), valueStart: Int32(valueStart), valueEnd: Int32(valueEnd)))
+            position = index + 2
+        }
+        lines.position = position
+        // Whatever is left has no CRLF: the cursor says whether it is a bare LF or a cut head.
+        _ = try lines.next(bytes)
+        throw .malformed("header section not terminated")
+    }
+
+    /// One field line the fast path could not take: split by the cursor (a bare LF is refused
+    /// first), then checked rule by rule; returns the field when the line turns out valid.
+    private static func slowField(_ bytes: Span<UInt8>, _ lines: inout LineCursor, from start: Int) throws(HTTPParseError) -> HTTPField {
+        lines.position = start
+        guard let line = try lines.next(bytes) else { throw .malformed("header section not terminated") }
+        let first = bytes[line.lowerBound]
+        guard first != 0x20, first != 0x09 else { throw .malformed("obsolete line folding") }
+        guard let colon = find(UInt8(ascii: ":"), bytes, line) else { throw .malformed("header line without colon") }
+        guard colon > line.lowerBound, all(bytes, line.lowerBound..<colon, isTokenByte) else {
+            throw .malformed("malformed header name")
+        }
+        var valueStart = colon + 1
+        var valueEnd = line.upperBound
+        while valueStart < valueEnd, bytes[valueStart] == 0x20 || bytes[valueStart] == 0x09 { valueStart += 1 }
+        while valueEnd > valueStart, bytes[valueEnd - 1] == 0x20 || bytes[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+        guard all(bytes, valueStart..<valueEnd, { ($0 >= 0x20 || $0 == 0x09) && $0 != 0x7F }) else {
+            throw .malformed("control character in header value")
+        }
+        let names = HTTPFieldName.classify(bytes, line.lowerBound, colon)
+        return HTTPField(name: names.exact, lookalike: names.lookalike, nameStart: Int32(line.lowerBound),
+                         nameEnd: Int32(colon), valueStart: Int32(valueStart), valueEnd: Int32(valueEnd))
+    }
+
+    @inline(__always)
+    private static func find(_ byte: UInt8, _ bytes: Span<UInt8>, _ range: Range<Int>) -> Int? {
+        var index = range.lowerBound
+        while index < range.upperBound {
+            if bytes[index] == byte { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    @inline(__always)
+    private static func all(_ bytes: Span<UInt8>, _ range: Range<Int>, _ predicate: (UInt8) -> Bool) -> Bool {
+        var index = range.lowerBound
+        while index < range.upperBound {
+            if !predicate(bytes[index]) { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// RFC 9110 `tchar`.
+    @inline(__always)
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+             UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+             UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            return true
+        default:
+            return false
+        }
+    }
+}

@@ -1,0 +1,115 @@
+/// The life of one server connection as one state, with the transitions the connection acts
+/// on (swift-nio's `HTTPServerPipelineHandler` is the model). Pure: no sockets, no clock, so
+/// every transition is tested on its own (`HTTPConnectionStateMachineTests`).
+///
+/// One request is served at a time; pipelined heads wait in the input buffer until the
+/// previous response is complete, which is what keeps responses in request order.
+struct HTTPConnectionStateMachine: Equatable {
+    enum State: Equatable {
+        /// Between requests: nothing of the next head has arrived (idle timeout runs).
+        case idle
+        /// Part of a head has arrived; the head deadline runs and no byte resets it.
+        case readingHead
+        /// A request is with its handler.
+        case serving(Serving)
+        /// The last response is queued; close once it has been written.
+        case draining
+        case closed
+    }
+
+    struct Serving: Equatable {
+        /// The connection may serve another request after this one.
+        var keepAlive: Bool
+        /// The client has half-closed after a complete request: answer, then close.
+        var peerClosed = false
+    }
+
+    /// What the connection must do after a transition.
+    enum Action: Equatable {
+        case none
+        /// Start the head deadline.
+        case startHeadDeadline
+        /// Look for the next request in the input.
+        case readNextRequest
+        /// Stop reading; close once the output is written.
+        case drainThenClose
+        /// Stop reading, keep writing: the response is still to come.
+        case stopReading
+        case close
+    }
+
+    private(set) var state: State = .idle
+
+    var isClosed: Bool { state == .closed }
+
+    /// Bytes of a head arrived but not the whole head.
+    mutating func partialHeadArrived() -> Action {
+        guard state == .idle else { return .none }
+        state = .readingHead
+        return .startHeadDeadline
+    }
+
+    /// A whole head was parsed, or the server answers one itself (`keepAlive: false`).
+    mutating func requestStarted(keepAlive: Bool) {
+        switch state {
+        case .idle, .readingHead: state = .serving(Serving(keepAlive: keepAlive))
+        case .serving, .draining, .closed: break
+        }
+    }
+
+    /// The response is queued in full; `reusable` is false when the connection cannot carry
+    /// another request (unread body, broken framing, a response cut short).
+    mutating func responseFinished(reusable: Bool) -> Action {
+        guard case .serving(let serving) = state else { return .none }
+        if serving.keepAlive && reusable && !serving.peerClosed {
+            state = .idle
+            return .readNextRequest
+        }
+        state = .draining
+        return .drainThenClose
+    }
+
+    /// The queued output has been written.
+    mutating func outputDrained() -> Action {
+        guard state == .draining else { return .none }
+        state = .closed
+        return .close
+    }
+
+    /// The client closed its side. After a complete request the answer still goes out.
+    mutating func peerClosed(requestComplete: Bool) -> Action {
+        switch state {
+        case .serving(var serving) where requestComplete:
+            serving.peerClosed = true
+            state = .serving(serving)
+            return .stopReading
+        case .closed:
+            return .none
+        default:
+            state = .closed
+            return .close
+        }
+    }
+
+    /// The server is shutting down: idle connections close now, busy ones after their answer.
+    mutating func shutdown() -> Action {
+        switch state {
+        case .idle, .readingHead:
+            state = .closed
+            return .close
+        case .serving(var serving):
+            serving.keepAlive = false
+            state = .serving(serving)
+            return .none
+        case .draining, .closed:
+            return .none
+        }
+    }
+
+    /// A socket error, a timeout with nobody to answer, or the grace period ended.
+    mutating func abort() -> Action {
+        guard state != .closed else { return .none }
+        state = .closed
+        return .close
+    }
+}

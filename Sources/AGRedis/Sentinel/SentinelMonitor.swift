@@ -1,0 +1,161 @@
+public import AGEventLoop
+
+/// Finds the primary that a set of sentinels knows as `masterName`, and reports it again
+/// whenever it moves.
+///
+/// Discovery asks the sentinels in turn (`SENTINEL get-master-addr-by-name`, no credentials),
+/// one short-lived connection each; the first address wins. A subscriber connection to one
+/// sentinel (the next one when it fails) listens on `+switch-master` and reports a failover as
+/// soon as it is announced; each time that subscription (re)connects, discovery runs again,
+/// since a switch may have been announced while it was down. Owners also ask for a discovery
+/// when their primary's connection drops or answers `READONLY`. At most one discovery runs at
+/// a time, repeated requests coalesce, and failures back off with the reconnect policy.
+final class SentinelMonitor {
+    let sentinels: [RedisURL.Endpoint]
+    let masterName: String
+    /// Called with the primary's address after every successful discovery and every switch.
+    var onMaster: ((RedisURL.Endpoint) -> Void)?
+    /// Called when no sentinel could name the primary.
+    var onFailure: ((String) -> Void)?
+
+    private let settings: ConnectionSettings
+    private let loop: EventLoop
+    private let resolver: DNSResolver
+    private var subscription: RedisConnection?
+    private var query: RedisConnection?
+    private var remaining: ArraySlice<RedisURL.Endpoint> = []
+    private var failures: [String] = []
+    private var running = false
+    private var again = false
+    private var consecutiveFailures = 0
+    private var retryTimer: EventTimer?
+    private var closed = false
+
+    init(sentinels: [RedisURL.Endpoint], masterName: String, settings: ConnectionSettings, loop: EventLoop, resolver: DNSResolver) {
+        self.sentinels = sentinels
+        self.masterName = masterName
+        var sentinelSettings = settings
+        sentinelSettings.authenticate = false
+        sentinelSettings.database = 0
+        sentinelSettings.requireMaster = false
+        self.settings = sentinelSettings
+        self.loop = loop
+        self.resolver = resolver
+        retryTimer = EventTimer(loop: loop) { [unowned self] in discover() }
+    }
+
+    /// Starts watching; call once the callbacks are set.
+    func start() {
+        let subscription = RedisConnection(
+            targets: sentinels, settings: settings,
+            role: .subscriber(channels: ["+switch-master"], onMessage: { [unowned self] in switched($0) }),
+            loop: loop, resolver: resolver)
+        self.subscription = subscription
+        subscription.onStateChange = { [unowned self] state in
+            if state == .connected { discover() }
+        }
+        discover()
+    }
+
+    func close() {
+        closed = true
+        retryTimer = nil
+        subscription?.close()
+        query?.close()
+        subscription = nil
+        query = nil
+    }
+
+    /// Asks the sentinels for the primary (now, or after the running discovery).
+    func discover() {
+        guard !closed else { return }
+        if running {
+            again = true
+            return
+        }
+        running = true
+        remaining = sentinels[...]
+        failures = []
+        askNext()
+    }
+
+    private func askNext() {
+        query?.onStateChange = nil
+        query?.close()
+        query = nil
+        guard let sentinel = remaining.popFirst() else {
+            finish(nil)
+            return
+        }
+        var oneShot = settings
+        oneShot.reconnectPolicy = nil
+        let connection = RedisConnection(targets: [sentinel], settings: oneShot, role: .commands, loop: loop, resolver: resolver)
+        query = connection
+        connection.onStateChange = { [unowned self, unowned connection] state in
+            guard query === connection else { return }
+            switch state {
+            case .connected: ask(connection, sentinel)
+            case .disconnected:
+                failures.append(connection.lastError ?? "\(sentinel): unreachable")
+                askNext()
+            case .connecting, .closed: break
+            }
+        }
+        if connection.state == .disconnected {
+            failures.append(connection.lastError ?? "\(sentinel): unreachable")
+            askNext()
+        }
+    }
+
+    private func ask(_ connection: RedisConnection, _ sentinel: RedisURL.Endpoint) {
+        let command = ["SENTINEL", "get-master-addr-by-name", masterName]
+        connection.send(.strings(command), deadline: .now + settings.timeout) { [weak self] result in
+            guard let self, self.query === connection else { return }
+            if case .success(let value) = result, let parts = value.array, parts.count == 2,
+               let host = parts[0].string, let port = parts[1].int.map(Int.init), (1...65535).contains(port) {
+                self.finish(.tcp(host: host, port: port))
+                return
+            }
+            switch result {
+            case .success(.null): self.failures.append("\(sentinel): does not know master '\(self.masterName)'")
+            case .success: self.failures.append("\(sentinel): unexpected answer")
+            case .failure(let error): self.failures.append("\(sentinel): \(error.reason)")
+            }
+            self.askNext()
+        }
+    }
+
+    private func finish(_ master: RedisURL.Endpoint?) {
+        query?.onStateChange = nil
+        query?.close()
+        query = nil
+        running = false
+        if let master {
+            consecutiveFailures = 0
+            onMaster?(master)
+        } else {
+            consecutiveFailures += 1
+            onFailure?("no sentinel named master '\(masterName)': " + failures.joined(separator: "; "))
+            again = true
+        }
+        guard again, !closed else { return }
+        again = false
+        retryTimer?.arm(after: backoff)
+    }
+
+    /// 100 ms between discoveries, growing with the reconnect policy while they fail.
+    private var backoff: Duration {
+        var delay = Duration.milliseconds(100)
+        guard consecutiveFailures > 0, let policy = settings.reconnectPolicy else { return delay }
+        delay = max(delay, policy.initialDelay)
+        for _ in 1..<min(consecutiveFailures, 16) { delay = min(delay * 2, policy.maximumDelay) }
+        return delay
+    }
+
+    /// `+switch-master <name> <old-ip> <old-port> <new-ip> <new-port>`.
+    private func switched(_ message: RedisMessage) {
+        let parts = message.string.split(separator: " ")
+        guard parts.count == 5, parts[0] == masterName, let port = Int(parts[4]), (1...65535).contains(port) else { return }
+        onMaster?(.tcp(host: String(parts[3]), port: port))
+    }
+}

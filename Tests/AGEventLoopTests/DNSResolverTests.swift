@@ -1,0 +1,174 @@
+import AGEventLoop
+import AGTestSupport
+import Foundation
+import Testing
+
+/// The evdns resolver against a real DNS server on loopback (Tests/Fixtures/dns_server.py).
+@Suite struct DNSResolverTests {
+    @Test func literalsNeedNoQuery() async throws {
+        try await withResolver([:]) { resolver, _ async throws in
+            #expect(try await resolver.addresses("127.0.0.1") == [IPAddress("127.0.0.1")!])
+            #expect(try await resolver.addresses("[::1]") == [IPAddress("::1")!])
+            #expect(IPAddress("::1")!.description(port: 6379) == "[::1]:6379")
+            #expect(IPAddress("10.1.2.3")!.description == "10.1.2.3")
+            #expect(IPAddress("redis.internal") == nil)
+        }
+    }
+
+    @Test func mergesBothFamiliesIPv4First() async throws {
+        let zone = ["redis.test": TestDNSServer.Entry(a: ["10.0.0.1", "10.0.0.2"], aaaa: ["fd00::1"])]
+        try await withResolver(zone) { resolver, server in
+            let addresses = try await resolver.addresses("Redis.TEST")
+            #expect(addresses.map(\.description) == ["10.0.0.1", "10.0.0.2", "fd00::1"])
+            #expect(server.queries("redis.test", type: "A") == 1)
+            #expect(server.queries("redis.test", type: "AAAA") == 1)
+            // Only one family answering is still an answer.
+            try server.setZone(["v6only.test": .init(aaaa: ["fd00::9"])])
+            #expect(try await resolver.addresses("v6only.test") == [IPAddress("fd00::9")!])
+        }
+    }
+
+    @Test func hostsFileIsConsultedBeforeDNS() async throws {
+        let hostsPath = NSTemporaryDirectory() + "aghosts-" + UUID().uuidString
+        try "# comment\n10.9.9.9  Cache.Internal  cache # trailing\nnot-an-ip broken\n::1 v6.internal\n"
+            .write(toFile: hostsPath, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: hostsPath) }
+        let zone = ["cache.internal": TestDNSServer.Entry(a: ["10.0.0.1"])]
+        try await withResolver(zone, hostsFile: hostsPath) { resolver, server async throws in
+            #expect(try await resolver.addresses("cache.internal") == [IPAddress("10.9.9.9")!])
+            #expect(try await resolver.addresses("cache") == [IPAddress("10.9.9.9")!])
+            #expect(try await resolver.addresses("v6.internal.") == [IPAddress("::1")!])
+            #expect(server.queries("cache.internal") == 0)
+        }
+        let hosts = HostsFile(contents: "127.0.0.1 localhost\n127.0.1.1 box box.lan\n")
+        #expect(hosts.addresses(for: "BOX.lan") == [IPAddress("127.0.1.1")!])
+        #expect(hosts.addresses(for: "other") == nil)
+    }
+
+    @Test func answersAreCachedForTheirTTLThenAskedAgain() async throws {
+        try await withResolver(["svc.test": .init(a: ["10.0.0.1"], ttl: 1)]) { resolver, server in
+            #expect(try await resolver.addresses("svc.test") == [IPAddress("10.0.0.1")!])
+            try server.setZone(["svc.test": .init(a: ["10.0.0.2"], ttl: 1)])
+            // Within the TTL: the cache answers, no new query.
+            #expect(try await resolver.addresses("svc.test") == [IPAddress("10.0.0.1")!])
+            #expect(server.queries("svc.test") == 1)
+            // Once it expired, the new record is fetched.
+            let deadline = ContinuousClock.now + .seconds(5)
+            var latest: [IPAddress] = []
+            while ContinuousClock.now < deadline {
+                latest = try await resolver.addresses("svc.test")
+                if latest == [IPAddress("10.0.0.2")!] { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(latest == [IPAddress("10.0.0.2")!])
+            #expect(server.queries("svc.test") == 2)
+
+            // TTL 0: never cached.
+            try server.setZone(["zero.test": .init(a: ["10.0.0.3"], ttl: 0)])
+            _ = try await resolver.addresses("zero.test")
+            _ = try await resolver.addresses("zero.test")
+            #expect(server.queries("zero.test") == 2)
+        }
+    }
+
+    @Test func forgetMakesTheNextLookupAskAgain() async throws {
+        try await withResolver(["db.test": .init(a: ["10.0.0.1"], ttl: 600)]) { resolver, server in
+            _ = try await resolver.addresses("db.test")
+            try server.setZone(["db.test": .init(a: ["10.0.0.7"], ttl: 600)])
+            await resolver.loop.submit { _ in resolver.value.forget("db.test") }
+            #expect(try await resolver.addresses("db.test") == [IPAddress("10.0.0.7")!])
+            #expect(server.queries("db.test") == 2)
+        }
+    }
+
+    @Test func concurrentLookupsShareOneQuery() async throws {
+        try await withResolver(["shared.test": .init(a: ["10.0.0.5"])]) { resolver, server in
+            let results: [Result<[IPAddress], DNSError>] = await resolver.loop.await { _, done in
+                var results: [Result<[IPAddress], DNSError>] = []
+                for _ in 0..<3 {
+                    resolver.value.resolve("shared.test") { result in
+                        results.append(result)
+                        if results.count == 3 { done(results) }
+                    }
+                }
+            }
+            #expect(results.allSatisfy { (try? $0.get()) == [IPAddress("10.0.0.5")!] })
+            #expect(server.queries("shared.test") == 1)
+        }
+    }
+
+    @Test func failuresAreQuickAndNeverCached() async throws {
+        let zone = ["black.test": TestDNSServer.Entry(a: ["10.0.0.1"], mode: "drop"),
+                    "broken.test": TestDNSServer.Entry(a: ["10.0.0.1"], mode: "servfail")]
+        try await withResolver(zone) { resolver, server in
+            let start = ContinuousClock.now
+            let missing = await resolver.resolve("missing.test")
+            #expect(ContinuousClock.now - start < .seconds(1))
+            guard case .failure(let notFound) = missing else { Issue.record("resolved a missing name"); return }
+            #expect(notFound.isNotFound)
+            #expect(notFound.description.contains("missing.test"))
+
+            let broken = await resolver.resolve("broken.test")
+            guard case .failure(let serverFailure) = broken else { Issue.record("resolved on SERVFAIL"); return }
+            #expect(!serverFailure.isNotFound)
+
+            // A server that never answers: one 300 ms try, then a timeout error, not a stall.
+            let silentStart = ContinuousClock.now
+            let silent = await resolver.resolve("black.test")
+            let waited = ContinuousClock.now - silentStart
+            guard case .failure(let timeout) = silent else { Issue.record("resolved a dropped query"); return }
+            #expect(timeout.reason.contains("timeout") || timeout.reason.contains("timed out"))
+            #expect(waited < .seconds(3))
+
+            // Failures are not cached: the fixed record is picked up at once.
+            try server.setZone(["missing.test": .init(a: ["10.0.0.4"])])
+            #expect(try await resolver.addresses("missing.test") == [IPAddress("10.0.0.4")!])
+            #expect(await resolver.resolve("not a name!").isFailure)
+        }
+    }
+
+    private func withResolver(_ zone: [String: TestDNSServer.Entry], hostsFile: String? = nil,
+                              _ body: (ResolverHarness, TestDNSServer) async throws -> Void) async throws {
+        let server = try await TestDNSServer.start(zone)
+        try await TestEventLoop.with { loop in
+            let configuration = DNSResolver.Configuration(nameservers: [server.nameserver], hostsFile: hostsFile,
+                                                          queryTimeout: .milliseconds(300), attempts: 1)
+            let resolver = await loop.make { base in try! DNSResolver(loop: base, configuration: configuration) }
+            try await body(ResolverHarness(resolver: resolver), server)
+            await loop.submit { _ in _ = resolver }
+        }
+    }
+}
+
+/// A resolver on a test loop, awaited from the test.
+struct ResolverHarness: Sendable {
+    let resolver: LoopBound<DNSResolver>
+    var loop: EventLoop { resolver.loop }
+    var value: DNSResolver { resolver.value }
+
+    /// The addresses, or the resolver's error thrown.
+    func addresses(_ host: String) async throws -> [IPAddress] {
+        switch await resolve(host) {
+        case .success(let addresses): return addresses
+        case .failure(let error): throw error
+        }
+    }
+
+    func resolve(_ host: String) async -> Result<[IPAddress], DNSError> {
+        await loop.await { _, done in resolver.value.resolve(host) { done($0) } }
+    }
+}
+
+extension EventLoop {
+    fileprivate func await<T: Sendable>(_ work: @escaping @Sendable (EventLoop, @escaping @Sendable (T) -> Void) -> Void) async -> T {
+        await withCheckedContinuation { continuation in
+            execute { [self] in work(self) { continuation.resume(returning: $0) } }
+        }
+    }
+}
+
+extension Result {
+    fileprivate var isFailure: Bool {
+        if case .failure = self { true } else { false }
+    }
+}

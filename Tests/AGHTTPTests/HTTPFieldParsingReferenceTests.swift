@@ -1,0 +1,74 @@
+@testable import AGHTTP
+import Testing
+
+/// The one-pass field parser against a plain reference of the rules (split on CRLF, refuse a
+/// bare LF, then check each line): on thousands of random field sections drawn from the bytes
+/// that matter, both accept the same sections with the same fields, or refuse with the same error.
+@Suite struct HTTPFieldParsingReferenceTests {
+    /// xorshift64*: deterministic, so a failure reproduces.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state ^= state >> 12
+            state ^= state << 25
+            state ^= state >> 27
+            return state &* 2_685_821_657_736_338_717
+        }
+    }
+
+    static let alphabet: [UInt8] = Array("Aa-_:  \t\r\n\r\nxX1;".utf8) + [0x00, 0x01, 0x7F, 0x80, 0xFF]
+
+    static func reference(_ bytes: [UInt8]) -> Result<[(String, String)], HTTPParseError> {
+        var fields: [(String, String)] = []
+        var start = 0
+        while true {
+            guard let lf = bytes[start...].firstIndex(of: 0x0A) else { return .failure(.malformed("header section not terminated")) }
+            guard lf > start, bytes[lf - 1] == 0x0D else { return .failure(.malformed("bare LF line ending")) }
+            let line = Array(bytes[start..<(lf - 1)])
+            start = lf + 1
+            if line.isEmpty { return .success(fields) }
+            guard fields.count < HTTPHeadParser.maxHeaderCount else { return .failure(.headTooLarge) }
+            guard line[0] != 0x20, line[0] != 0x09 else { return .failure(.malformed("obsolete line folding")) }
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return .failure(.malformed("header line without colon")) }
+            guard colon > 0, line[..<colon].allSatisfy(HTTPHeadParser.isTokenByte) else {
+                return .failure(.malformed("malformed header name"))
+            }
+            var value = line[(colon + 1)...]
+            while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+            while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+            guard value.allSatisfy({ ($0 >= 0x20 || $0 == 0x09) && $0 != 0x7F }) else {
+                return .failure(.malformed("control character in header value"))
+            }
+            fields.append((String(decoding: line[..<colon], as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        }
+    }
+
+    @Test func randomSectionsMatchTheReference() {
+        var generator = Generator(state: 0x9E37_79B9_7F4A_7C15)
+        var accepted = 0
+        for _ in 0..<5000 {
+            var bytes: [UInt8] = []
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                bytes += Array("X-N\(Int.random(in: 0...9, using: &generator)): v".utf8)
+                for _ in 0..<Int.random(in: 0...3, using: &generator) {
+                    let at = Int.random(in: 0...bytes.count, using: &generator)
+                    bytes.insert(Self.alphabet.randomElement(using: &generator)!, at: at)
+                }
+                bytes += [0x0D, 0x0A]
+            }
+            bytes += [0x0D, 0x0A]
+            let expected = Self.reference(bytes)
+            let actual = Result { () throws(HTTPParseError) in try HTTPFields(parsing: bytes).fields }
+            switch (expected, actual) {
+            case (.success(let a), .success(let b)):
+                accepted += 1
+                #expect(a.map(\.0) == b.map(\.name) && a.map(\.1) == b.map(\.value), "\(bytes)")
+            case (.failure(let a), .failure(let b)):
+                #expect(a == b, "\(bytes)")
+            default:
+                Issue.record("reference \(expected) but parser \(actual) for \(bytes)")
+            }
+        }
+        #expect(accepted > 500, "the sample exercises both outcomes")
+    }
+}

@@ -1,0 +1,168 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+@testable import AGHTTP
+import Testing
+
+/// Hostile clients against a real server on a real socket (issue 9 items 3, 4 and 6). Each
+/// test failed on the server as it was: it waited for a read timeout that a dribbling client
+/// resets, answered pipelined requests into an unbounded buffer, or took a bare LF for a line.
+@Suite struct HTTPServerHardeningTests {
+    static func ok(_ request: HTTPServerRequest) {
+        request.respond(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain")]), body: Array("ok".utf8))
+    }
+
+    @Test func bareLFIsRefusedAtOnceAndSwallowsNothing() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.readTimeout = .seconds(30)
+        let server = try TestServer(configuration, handler: Self.ok)
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 5)
+        let started = ContinuousClock.now
+        client.write("GET /a HTTP/1.1\nHost: h\n\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n")
+        let response = try #require(client.readResponse())
+        #expect(ContinuousClock.now - started < .seconds(3), "answered at once, not at the read timeout")
+        #expect(response.status == 400)
+        #expect(response.text.contains(#""code":"bad_request""#))
+        #expect(response.text.contains("bare LF"))
+        #expect(response.head.value("X-Request-ID") == "local-1")
+        #expect(response.head.value("Connection") == "close")
+        #expect(client.readResponse() == nil, "the pipelined request after it is not served")
+        #expect(server.requestCount == 0)
+    }
+
+    @Test(arguments: [
+        ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "bad_request"),
+        ("GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", 400, "bad_request"),
+        ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "bad_request"),
+        ("GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505, "http_version_not_supported"),
+        ("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "not_implemented"),
+        ("GET / HTTP/1.1\r\nHost: h\r\nX-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n", 431, "header_too_large"),
+    ])
+    func refusedHeadsGoThroughTheOwnersRenderer(_ text: String, _ status: Int, _ code: String) throws {
+        let server = try TestServer(HTTPServerConfiguration(), handler: Self.ok)
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 5)
+        client.write(text)
+        let response = try #require(client.readResponse())
+        #expect(response.status == status)
+        #expect(response.text.contains("\"code\":\"\(code)\""))
+        #expect(response.head.value("X-Request-ID") == "local-1")
+        #expect(server.localErrors.map(\.status) == [status])
+        #expect(server.requestCount == 0)
+    }
+
+    @Test func junkAfterAChunkSizeIsRefused() throws {
+        let result = UncheckedBox<Result<[UInt8], HTTPBodyError>?>(nil)
+        let server = try TestServer(HTTPServerConfiguration()) { request in
+            request.collectBody(limit: 1024) { outcome in
+                result.value = outcome
+                request.respond(status: 400, headers: HTTPHeaders(), body: [])
+            }
+        }
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 5)
+        client.write("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5 junk\r\nhello\r\n0\r\n\r\n")
+        #expect(client.readResponse()?.status == 400)
+        #expect(server.thread.sync { result.value } == .failure(.malformed("malformed chunk size")))
+    }
+
+    @Test func headDeadlineCannotBeResetByDribbling() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.readTimeout = .seconds(5)
+        configuration.headerTimeout = .milliseconds(600)
+        let server = try TestServer(configuration, handler: Self.ok)
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 4)
+        let started = ContinuousClock.now
+        let dribbler = Thread { [client = UncheckedBox(client)] in
+            for byte in Array("GET / HTTP/1.1\r\nHost: h\r\nX-Slow: \(String(repeating: "s", count: 40))".utf8) {
+                guard client.value.write([byte]) else { return }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        dribbler.start()
+        let response = try #require(client.readResponse(), "closed by the head deadline, not left open")
+        let elapsed = ContinuousClock.now - started
+        #expect(response.status == 408)
+        #expect(response.text.contains(#""code":"request_timeout""#))
+        #expect(elapsed >= .milliseconds(500) && elapsed < .seconds(3), "\(elapsed)")
+        #expect(server.requestCount == 0)
+    }
+
+    @Test func bodyBelowTheMinimumRateIsCutOff() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.readTimeout = .seconds(5)
+        configuration.bodyMinRate = 1000
+        configuration.bodyRateWindow = .milliseconds(300)
+        let result = UncheckedBox<Result<[UInt8], HTTPBodyError>?>(nil)
+        let server = try TestServer(configuration) { request in
+            request.collectBody(limit: 1 << 20) { outcome in result.value = outcome }
+        }
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 4)
+        client.write("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 100000\r\n\r\n")
+        #expect(eventually { server.requestCount == 1 })
+        let started = ContinuousClock.now
+        var closed = false
+        // 10 bytes every 100 ms is 100 B/s, a tenth of the minimum.
+        while ContinuousClock.now - started < .seconds(3) {
+            if !client.write(Array(repeating: UInt8(ascii: "x"), count: 10)) { closed = true; break }
+            if server.connectionCount == 0 { closed = true; break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(closed, "a trickling body is disconnected well before the read timeout")
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(server.thread.sync { result.value } == .failure(.incomplete))
+    }
+
+    @Test func aFastBodyPassesTheRateCheck() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.bodyMinRate = 1000
+        configuration.bodyRateWindow = .milliseconds(200)
+        let server = try TestServer(configuration) { request in
+            request.collectBody(limit: 1 << 20) { outcome in
+                let body = (try? outcome.get()) ?? []
+                request.respond(status: 200, headers: HTTPHeaders(), body: Array("\(body.count)".utf8))
+            }
+        }
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 4)
+        client.write("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3000\r\n\r\n")
+        for _ in 0..<6 {
+            client.write(Array(repeating: UInt8(ascii: "x"), count: 500))
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let response = try #require(client.readResponse())
+        #expect(response.status == 200)
+        #expect(response.text == "3000")
+    }
+
+    @Test func pipeliningClientThatNeverReadsIsBoundedAndTimedOut() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.writeTimeout = .milliseconds(500)
+        configuration.maxPendingOutput = 64 * 1024
+        let body = [UInt8](repeating: UInt8(ascii: "b"), count: 16 * 1024)
+        let server = try TestServer(configuration) { request in
+            request.respond(status: 200, headers: HTTPHeaders(), body: body)
+        }
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 4)
+        let burst = 3000
+        client.write(String(repeating: "GET / HTTP/1.1\r\nHost: h\r\n\r\n", count: burst))
+        #expect(eventually { server.requestCount > 0 })
+        // Keep sending, slowly: before, every new answer re-armed the write timeout.
+        let started = ContinuousClock.now
+        var closed = false
+        while ContinuousClock.now - started < .seconds(5) {
+            if server.connectionCount == 0 { closed = true; break }
+            client.write("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(closed, "closed by the write timeout")
+        #expect(ContinuousClock.now - started < .seconds(3))
+        // Answers stop once the socket buffers and 64 KiB of output are full: far below the burst.
+        #expect(server.requestCount < burst / 2, "\(server.requestCount) requests answered into a client that never reads")
+    }
+}

@@ -1,0 +1,83 @@
+@testable import AGHTTP
+import Testing
+
+/// Input that is refused, not guessed (issue 9 item 6), at the parser: each row was accepted
+/// or guessed at before.
+@Suite struct HTTPStrictnessTests {
+    static let refused: [(String, String, HTTPParseError)] = [
+        ("bare LF everywhere", "GET / HTTP/1.1\nHost: h\n\n", .malformed("bare LF line ending")),
+        ("bare LF after a field", "GET / HTTP/1.1\r\nHost: h\n\r\n", .malformed("bare LF line ending")),
+        ("bare LF ending the head", "GET / HTTP/1.1\r\nHost: h\r\n\n", .malformed("bare LF line ending")),
+        ("no Host on HTTP/1.1", "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", .malformed("missing Host header")),
+        ("two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", .malformed("more than one Host header")),
+        ("two Hosts on HTTP/1.0", "GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", .malformed("more than one Host header")),
+    ]
+
+    @Test(arguments: refused)
+    func refusedHeads(_ name: String, _ text: String, _ expected: HTTPParseError) {
+        #expect(throws: expected, "\(name)") { _ = try HTTPHeadParser.parseRequest(Array(text.utf8)) }
+    }
+
+    @Test func hostIsOptionalOnlyOnHTTP10() throws {
+        #expect(try HTTPHeadParser.parseRequest(Array("GET / HTTP/1.0\r\n\r\n".utf8)).versionMinor == 0)
+    }
+
+    @Test func transferEncodingOnHTTP10IsRefused() throws {
+        let head = try HTTPHeadParser.parseRequest(Array("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))
+        #expect(throws: HTTPParseError.malformed("Transfer-Encoding in an HTTP/1.0 request")) {
+            _ = try HTTPHeadParser.requestFraming(head)
+        }
+        let lengthOnly = try HTTPHeadParser.parseRequest(Array("POST / HTTP/1.0\r\nContent-Length: 3\r\n\r\n".utf8))
+        #expect(try HTTPHeadParser.requestFraming(lengthOnly) == .length(3))
+    }
+
+    static let chunkLines: [(String, Int?)] = [
+        ("5;a=b", 5), ("5 ; a = b", 5), ("5;a", 5), ("5;a=\"x y\";b", 5), ("5;a=\"q\\\"uote\"", 5), ("5\t", 5),
+        ("5 junk", nil), ("5;", nil), ("5;=b", nil), ("5;a=", nil), ("5;a=\"open", nil), ("5;a b", nil), ("5,6", nil),
+        ("5\u{0}", nil), ("5;a=b c", nil),
+    ]
+
+    @Test(arguments: chunkLines)
+    func chunkExtensionsAreParsedAndJunkRefused(_ line: String, _ expected: Int?) {
+        #expect(BodyDecoder.parseChunkSize(Array(line.utf8)) == expected, "\(line)")
+    }
+
+    @Test func boundaryFindsTheHeadOrABareLF() {
+        #expect(HTTPHeadParser.boundary(Array("GET / HTTP/1.1\r\nHost: h\r\n\r\nBODY".utf8).span) == .complete(length: 27))
+        #expect(HTTPHeadParser.boundary(Array("GET / HTTP/1.1\r\nHost: h\r\n".utf8).span) == .incomplete)
+        #expect(HTTPHeadParser.boundary(Array("GET / HTTP/1.1\nHost".utf8).span) == .bareLineFeed)
+    }
+
+    @Test func reasonPhrasesWithControlBytesAreNotClean() throws {
+        for (reason, clean) in [("OK", true), ("I'm a teapot", true), ("Caf\u{E9}", true), ("O\rK", false), ("O\u{0}K", false),
+                                ("O\u{1B}K", false), ("O\u{7F}", false), ("\tTab", true)] {
+            let head = try HTTPHeadParser.parseResponse(Array("HTTP/1.1 200 \(reason)\r\n\r\n".utf8))
+            #expect(head.reasonIsClean == clean, "\(reason.debugDescription)")
+        }
+    }
+
+    @Test func fieldNamesAreInternedWithLookalikes() throws {
+        let head = try HTTPHeadParser.parseRequest(Array(
+            "GET / HTTP/1.1\r\nhOsT: h\r\nX_Forwarded_For: 1\r\nx-request-id: r\r\nX-Other: o\r\nContent-Length: 0\r\n\r\n".utf8))
+        #expect(head.headers.map(\.name) == [.host, .other, .xRequestID, .other, .contentLength])
+        #expect(head.headers.map(\.lookalike) == [.host, .xForwardedFor, .xRequestID, .other, .contentLength])
+        #expect(head.headers[.xRequestID] == "r")
+        #expect(head.headers["X-OTHER"] == "o")
+        for name in HTTPFieldName.allCases where name != .other { #expect(HTTPFieldName(name.text.uppercased()) == name) }
+    }
+
+    @Test func writerWritesNumbersAndFields() throws {
+        var writer = HTTPHeadWriter()
+        for value in [0, 7, 10, 1234567890, Int.max] {
+            writer.reset()
+            writer.append(decimal: value)
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == String(value))
+        }
+        let head = try HTTPHeadParser.parseRequest(Array("GET /p?q HTTP/1.1\r\nHost:   h  \r\nX-A: 1\r\n\r\n".utf8))
+        writer.reset()
+        for field in head.headers { writer.appendField(field, of: head.headers) }
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == "Host: h\r\nX-A: 1\r\n")
+        #expect(writer.wroteHost)
+        #expect(head.headers.storage[head.targetRange] == ArraySlice("/p?q".utf8))
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Synchronization
+@testable import AGHTTP
+
+/// An `HTTPServer` with a chosen configuration on its own loop, for the hardening tests:
+/// counts the requests it was handed and the local replies it rendered.
+final class TestServer: @unchecked Sendable {
+    // Invariant: `server` is created, used and dropped on `thread`'s loop only; the counters
+    // are mutex-guarded.
+    let thread = LoopThread()
+    private var server: HTTPServer?
+    private let socket: ListeningSocket
+    private let handled = Mutex(0)
+    private let localReplies = Mutex<[HTTPLocalError]>([])
+
+    var port: Int { socket.port }
+    var requestCount: Int { handled.withLock { $0 } }
+    var localErrors: [HTTPLocalError] { localReplies.withLock { $0 } }
+    var connectionCount: Int { thread.sync { [self] in server?.connectionCount ?? 0 } }
+
+    /// `handler` runs on the loop for every parsed request; local replies get the gateway-like
+    /// envelope with an `X-Request-ID` of `local-<n>`.
+    init(_ configuration: HTTPServerConfiguration, handler: @escaping (HTTPServerRequest) -> Void) throws {
+        socket = try ListeningSocket.bind(host: "127.0.0.1", port: 0)
+        let socket = self.socket
+        thread.sync { [self] in
+            let delegate = HTTPServerDelegate(localReply: { [self] request, error in
+                let count = localReplies.withLock { $0.append(error); return $0.count }
+                let body = "{\"error\":\"\(error.message)\",\"code\":\"\(error.code)\",\"requestId\":\"local-\(count)\"}"
+                request.respond(status: error.status, headers: HTTPHeaders([("X-Request-ID", "local-\(count)")]), body: Array(body.utf8))
+            })
+            server = HTTPServer(loop: thread.loop, socket: socket, configuration: configuration, delegate: delegate) { [self] request in
+                handled.withLock { $0 += 1 }
+                handler(request)
+            }
+        }
+    }
+
+    func connect(receiveTimeout: Int = 10) -> BlockingSocket {
+        let socket = BlockingSocket.connect(port: port)!
+        var tv = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+        setsockopt(socket.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        return socket
+    }
+
+    func stop() {
+        thread.sync { [self] in server = nil }
+        thread.stop()
+        socket.close()
+    }
+}

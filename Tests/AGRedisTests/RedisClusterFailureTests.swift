@@ -1,0 +1,95 @@
+import AGRedis
+import AGTestSupport
+import Foundation
+import Testing
+
+/// The client against private clusters whose topology the tests change: a slot migrated
+/// (ASK while it moves, MOVED once it moved), a manual failover, a primary killed.
+@Suite struct RedisClusterFailureTests {
+    @Test func followsAskDuringMigrationMovedAfterItAndAManualFailover() async throws {
+        let cluster = try await RedisCluster.start(nodeTimeout: 5000)
+        try await ClientHarness.with(cluster.url) { redis in
+            try await redis.waitUntil(.connected)
+            let tag = "{mig\(UInt32.random(in: 0...UInt32.max))}"
+            let slot = Int(HashSlot.slot(of: tag.dropFirst().dropLast().description))
+            let source = try #require(try cluster.owner(of: slot))
+            let target = try #require(try cluster.primaries().first { $0 != source })
+            let sourceID = try #require(try cluster.id(of: source)), targetID = try #require(try cluster.id(of: target))
+            #expect(try await redis.value(["SET", "old\(tag)", "v1"]) == .status("OK"))
+
+            // The slot starts moving: a key the source does not hold is answered with ASK.
+            try cluster.cli(target, "cluster", "setslot", String(slot), "importing", sourceID)
+            try cluster.cli(source, "cluster", "setslot", String(slot), "migrating", targetID)
+            let asksBefore = try redirects(on: source)
+            #expect(try await redis.value(["SET", "new\(tag)", "v2"]) == .status("OK"))
+            #expect(try await redis.value(["GET", "new\(tag)"]) == "v2")
+            #expect(try await redis.value(["GET", "old\(tag)"]) == "v1")
+            #expect(try redirects(on: source) == asksBefore + 2)
+            #expect(try cluster.cli(target, "cluster", "countkeysinslot", String(slot)) == "1")
+
+            // The move completes: the next command meets MOVED once, then the map knows.
+            try cluster.cli(source, "migrate", "127.0.0.1", String(target), "", "0", "5000", "keys", "old\(tag)")
+            for port in try cluster.primaries() {
+                try cluster.cli(port, "cluster", "setslot", String(slot), "node", targetID)
+            }
+            let movedBefore = try redirects(on: source)
+            #expect(try await redis.value(["GET", "old\(tag)"]) == "v1")
+            #expect(try redirects(on: source) == movedBefore + 1)
+            for _ in 0..<3 { #expect(try await redis.value(["GET", "new\(tag)"]) == "v2") }
+            #expect(try redirects(on: source) == movedBefore + 1)
+
+            // A manual failover of the slot's new owner: its replica takes over, MOVED leads there.
+            let replica = try #require(try cluster.replica(of: target))
+            try cluster.cli(replica, "cluster", "failover")
+            try await waitUntil(within: .seconds(20), "replica promoted") {
+                try cluster.cli(replica, "role").hasPrefix("master") && cluster.cli(target, "role").hasPrefix("slave")
+            }
+            try await waitUntil(within: .seconds(20), "client follows the failover") {
+                (try? await redis.send(["SET", "new\(tag)", "v3"]).get()) == .status("OK")
+            }
+            #expect(try cluster.cli(replica, "get", "new\(tag)") == "v3")
+        }
+    }
+
+    @Test func killedPrimaryIsReplacedAndTheClientFollowsWithinDeadlines() async throws {
+        let cluster = try await RedisCluster.start(nodeTimeout: 1000)
+        let timeout = Duration.milliseconds(400)
+        try await ClientHarness.with(cluster.url, timeout: timeout) { redis in
+            try await redis.waitUntil(.connected)
+            let key = uniqueKey("failover")
+            let victim = try #require(try cluster.owner(of: Int(HashSlot.slot(of: key))))
+            let replica = try #require(try cluster.replica(of: victim))
+            #expect(try await redis.value(["SET", key, "0"]) == .status("OK"))
+            // Another primary's keys are not affected by the failover.
+            let bystander = try #require((0..<100).map { uniqueKey("other\($0)") }
+                .first { try! cluster.owner(of: Int(HashSlot.slot(of: $0))) != victim })
+            cluster.kill(victim)
+
+            var failures = 0
+            var slowest = Duration.zero
+            var recovered = false
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline {
+                let (result, elapsed) = await redis.timedSend(["INCR", key])
+                slowest = max(slowest, elapsed)
+                switch result {
+                case .success: break
+                case .failure: failures += 1
+                }
+                #expect((try? await redis.send(["SET", bystander, "x"]).get()) == .status("OK"))
+                if failures > 0, case .success = result {
+                    recovered = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(recovered, "the client never reached the promoted replica")
+            #expect(failures > 0, "the killed primary's slots failed while the replica was promoted")
+            // Never a stall: a command waiting for the failover gives up at its deadline.
+            #expect(slowest < timeout + .milliseconds(300))
+            #expect(try cluster.cli(replica, "role").hasPrefix("master"))
+            try await redis.waitUntil(.connected)
+            #expect(redis.states.all.contains(.disconnected))
+        }
+    }
+}

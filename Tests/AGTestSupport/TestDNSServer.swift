@@ -1,0 +1,93 @@
+import Foundation
+
+/// A real DNS server on a loopback UDP port (`Tests/Fixtures/dns_server.py`) whose zone a test
+/// rewrites while it runs, and which logs every query it receives.
+public final class TestDNSServer: Sendable {
+    /// One name's answers: A and AAAA records with one TTL, or a failure mode.
+    public struct Entry: Sendable {
+        public var a: [String]
+        public var aaaa: [String]
+        public var ttl: Int
+        /// `answer`, `drop` (never replies) or `servfail`.
+        public var mode: String
+
+        public init(a: [String] = [], aaaa: [String] = [], ttl: Int = 60, mode: String = "answer") {
+            self.a = a
+            self.aaaa = aaaa
+            self.ttl = ttl
+            self.mode = mode
+        }
+    }
+
+    public let port: Int
+    private let directory: String
+    private let pid: pid_t
+
+    /// `127.0.0.1:<port>`, for `DNSResolver.Configuration.nameservers`.
+    public var nameserver: String { "127.0.0.1:\(port)" }
+
+    /// Starts the server with `zone` and waits (on a thread of its own, so a loaded
+    /// cooperative pool cannot stretch the wait) until it listens.
+    public static func start(_ zone: [String: Entry]) async throws -> TestDNSServer {
+        let directory = NSTemporaryDirectory() + "agdns-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try write(zone, to: directory + "/zone.json")
+        let pid = try spawnProgram("/usr/bin/env", ["python3", TestGateway.fixturePath("dns_server.py"), directory + "/zone.json",
+                                                    directory + "/port", directory + "/queries.log"])
+        let port: Int? = await withCheckedContinuation { continuation in
+            Thread {
+                let deadline = ContinuousClock.now + .seconds(30)
+                var status: Int32 = 0
+                while ContinuousClock.now < deadline, waitpid(pid, &status, WNOHANG) == 0 {
+                    if let text = try? String(contentsOfFile: directory + "/port", encoding: .utf8), let port = Int(text) {
+                        continuation.resume(returning: port)
+                        return
+                    }
+                    usleep(10_000)
+                }
+                continuation.resume(returning: nil)
+            }.start()
+        }
+        guard let port else {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            throw RedisServerError.couldNotStart("dns_server.py did not start")
+        }
+        return TestDNSServer(port: port, directory: directory, pid: pid)
+    }
+
+    private init(port: Int, directory: String, pid: pid_t) {
+        self.port = port
+        self.directory = directory
+        self.pid = pid
+    }
+
+    deinit {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Replaces the zone; the next query sees it.
+    public func setZone(_ zone: [String: Entry]) throws {
+        try Self.write(zone, to: directory + "/zone.json")
+    }
+
+    /// How many queries of `type` (`A`, `AAAA`) for `name` arrived so far.
+    public func queries(_ name: String, type: String = "A") -> Int {
+        let log = (try? String(contentsOfFile: directory + "/queries.log", encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").filter { $0 == "\(name.lowercased()) \(type)" }.count
+    }
+
+    private static func write(_ zone: [String: Entry], to path: String) throws {
+        var json: [String: Any] = [:]
+        for (name, entry) in zone {
+            json[name.lowercased()] = ["A": entry.a, "AAAA": entry.aaaa, "ttl": entry.ttl, "mode": entry.mode]
+        }
+        let data = try JSONSerialization.data(withJSONObject: json)
+        // Atomic: the server re-reads the file on every query.
+        try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+}

@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AGTestSupport
+import Foundation
+import Testing
+
+/// Resource attacks on the real binary (issue 9 items 3 and 5): memory a client that never
+/// reads can pin, and the accept loop at the descriptor limit.
+@Suite("connection limits through the real binary", .serialized)
+struct ConnectionLimitsEndToEndTests {
+    static func process(gatewayYAML: String = "", descriptorLimit: Int? = nil) throws -> (TestGateway, GatewayProcess) {
+        let harness = try TestGateway(tenants: [:], gatewayYAML: gatewayYAML, workers: 1)
+        harness.stop()
+        return (harness, try GatewayProcess(configPath: harness.directory + "/gateway.yaml", descriptorLimit: descriptorLimit))
+    }
+
+    @Test func pipeliningClientThatNeverReadsIsBoundedAndCutOff() throws {
+        let (_, gateway) = try Self.process(gatewayYAML: """
+            server:
+              listen: "127.0.0.1:0"
+              workers: 1
+              timeouts: { write: 1s }
+            """)
+        defer { gateway.signal(SIGTERM) }
+        #expect(try HTTPTestClient(port: gateway.port).request("GET", "/healthz").status == 200)
+        let client = try RawTestSocket(port: gateway.port)
+        let baseline = gateway.residentBytes()
+        // 64k pipelined requests (2 MiB): answered in full they would queue ~16 MiB of output.
+        let request = Array("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n".utf8)
+        let burst = [UInt8]((0..<64).flatMap { _ in request })
+        var sent = 0
+        var closedAt: ContinuousClock.Instant?
+        let started = ContinuousClock.now
+        var peak = baseline
+        while ContinuousClock.now - started < .seconds(8) {
+            switch client.sendNow(sent < 2 << 20 ? burst : request) {
+            case .sent(let n): sent += n
+            case .closed: closedAt = .now
+            }
+            peak = max(peak, gateway.residentBytes())
+            if closedAt != nil { break }
+            usleep(sent < 2 << 20 ? 1_000 : 50_000)
+        }
+        #expect(peak - baseline < 4 << 20, "RSS grew by \(peak - baseline) bytes for \(sent) bytes of unread requests")
+        let closed = try #require(closedAt, "the connection is closed by the write timeout (sent \(sent) bytes)")
+        #expect(closed - started < .seconds(6))
+        let fresh = try HTTPTestClient(port: gateway.port)
+        #expect(try fresh.request("GET", "/healthz").status == 200, "the gateway serves others meanwhile")
+    }
+
+    @Test func outOfDescriptorsPausesAcceptingInsteadOfSpinning() throws {
+        let (harness, gateway) = try Self.process(descriptorLimit: 64)
+        defer { gateway.signal(SIGTERM) }
+        let kept = try HTTPTestClient(port: gateway.port)
+        #expect(try kept.request("GET", "/healthz").status == 200)
+        // More connections than the gateway has descriptors for.
+        var flood: [RawTestSocket] = []
+        for _ in 0..<80 { flood.append(try RawTestSocket(port: gateway.port)) }
+        #expect(eventually(5) { gateway.log.contains("accepting paused") })
+        let cpuBefore = gateway.cpuSeconds()
+        Thread.sleep(forTimeInterval: 1)
+        let cpu = gateway.cpuSeconds() - cpuBefore
+        #expect(cpu < 0.3, "the gateway used \(cpu) s of CPU in 1 s at the descriptor limit")
+        #expect(try kept.request("GET", "/healthz").status == 200, "an open connection still answers /healthz")
+        let admin = try HTTPTestClient(port: gateway.adminPort)
+        let tenants = try admin.request("GET", "/admin/v1/tenants", headers: [("Authorization", "Bearer \(harness.adminToken)")])
+        #expect(tenants.status == 200, "the admin port answers through the reserved descriptor")
+        let pauses = gateway.log.components(separatedBy: "accepting paused").count - 1
+        #expect(pauses >= 1 && pauses <= 3, "logged once per interval, not per failure: \(pauses) lines")
+        #expect(gateway.log.contains(#""failures":"#))
+        #expect(gateway.log.components(separatedBy: "\n").count < 200, "no warning storm")
+        flood.removeAll()
+        #expect(eventually(5) { (try? HTTPTestClient(port: gateway.port).request("GET", "/healthz").status) == 200 },
+                "accepting resumes once descriptors are free")
+    }
+}

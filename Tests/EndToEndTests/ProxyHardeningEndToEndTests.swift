@@ -1,0 +1,57 @@
+import AGTestSupport
+import Foundation
+import Testing
+
+/// Input the gateway refuses instead of guessing (issue 9 item 6), and its own refusals
+/// carrying the contract's envelope (one local-reply renderer).
+@Suite("proxy hardening, end to end")
+struct ProxyHardeningEndToEndTests {
+    @Test(arguments: ["/public/..;/api/x", "/public/%2e%2e;/api/x", "/public/.;/api/x", "/public/%252e%252e/api/x"])
+    func dotSegmentsInDisguiseNeverReachAnAnonymousRoute(path: String) throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        let response = try fixture.gateway.send("GET", path, headers: fixture.tenantHeaders)
+        #expect(response.status == 400, "\(path): \(response.text)")
+        #expect(response.code == "bad_request")
+        #expect(fixture.upstream.records.isEmpty, "\(path) was proxied")
+        #expect(try fixture.gateway.send("GET", "/public/ok;v=1", headers: fixture.tenantHeaders).status == 200,
+                "a parameter on an ordinary segment still passes")
+    }
+
+    @Test func refusedHeadsCarryTheEnvelopeRequestIDAndAnAccessLogLine() throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        let client = try HTTPTestClient(port: fixture.gateway.port)
+        try client.write("GET /public/x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 400)
+        #expect(response.code == "bad_request")
+        let requestID = try #require(response.json["requestId"] as? String)
+        #expect(response.header("X-Request-ID") == requestID)
+        #expect(response.json["error"] as? String == "more than one Host header")
+        #expect(eventually { fixture.gateway.accessLogText().contains(requestID) })
+        let line = try #require(fixture.gateway.accessLogText().split(separator: "\n").first { $0.contains(requestID) })
+        let entry = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(entry["status"] as? Int == 400)
+        #expect(entry["code"] as? String == "bad_request")
+        #expect(entry["route"] as? String == "local")
+        #expect(fixture.upstream.records.isEmpty)
+    }
+
+    @Test func bareLFIsAnsweredAtOnceAndThePipelinedRequestIsNotProxied() throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        let client = try RawTestSocket(port: fixture.gateway.port)
+        let headers = fixture.tenantHeaders.map { "\($0.0): \($0.1)" }.joined(separator: "\n")
+        let started = ContinuousClock.now
+        client.send("GET /public/a HTTP/1.1\nHost: h\n\(headers)\n\nGET /public/b HTTP/1.1\r\nHost: h\r\n\r\n")
+        let (bytes, closed) = client.readUntilClose(timeout: .seconds(5))
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(closed, "the connection is closed after the answer")
+        #expect(ContinuousClock.now - started < .seconds(3), "answered at once, not at the read timeout")
+        #expect(text.hasPrefix("HTTP/1.1 400 "), "\(text)")
+        #expect(text.contains(#""code":"bad_request""#))
+        #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one answer: the pipelined request is not read")
+        #expect(fixture.upstream.records.isEmpty)
+    }
+}
