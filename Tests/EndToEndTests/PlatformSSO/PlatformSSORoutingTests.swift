@@ -1,3 +1,5 @@
+import AGDevice
+import AGFormats
 import AGTestSupport
 import Foundation
 import Testing
@@ -36,5 +38,37 @@ struct PlatformSSORoutingTests {
                 && log.contains(#""route":"psso_token","status":405,"code":"invalid_request""#)
                 && log.contains(#""route":"psso_nonce","status":200"#)
         })
+    }
+}
+
+/// The `platform_sso` keys the other suites leave at their defaults, each with its effect.
+@Suite("Platform SSO settings, end to end")
+struct PlatformSSOSettingsTests {
+    @Test func nonceClaimNameIssuerClockSkewAndIdTokenLifetime() throws {
+        let sso = try PlatformSSOGateway(settings: ["nonce_claim_name: srv_nonce", "issuer: https://idp.example.com",
+                                                    "clock_skew: 0s", "id_token_ttl: 1h"])
+        defer { sso.stop() }
+        let (mac, token) = try sso.enrolledMac()
+        // The server nonce travels in the configured claim; request_nonce means nothing here.
+        let nonce = try sso.nonce()
+        let wrongClaim = sso.request(mac, token: token, nonce: nonce)
+        let refused = try sso.post(PlatformSSOGateway.form(try wrongClaim.signed(by: mac)))
+        #expect(refused.status == 400 && refused.oauthError == "invalid_request")
+        #expect(refused.json["error_description"] as? String == "claim srv_nonce is missing")
+        // No skew: a request issued one second ahead is refused.
+        var ahead = MacRefreshRequest(mac: mac, clientID: PlatformSSOGateway.clientID, audience: PlatformSSOGateway.audience,
+                                      serverNonce: nonce, refreshToken: token, nonceClaimName: "srv_nonce", now: sso.nowSeconds + 1)
+        let early = try sso.post(PlatformSSOGateway.form(try ahead.signed(by: mac)))
+        #expect(early.status == 400 && early.json["error_description"] as? String == "claim iat is in the future")
+        ahead = MacRefreshRequest(mac: mac, clientID: PlatformSSOGateway.clientID, audience: PlatformSSOGateway.audience,
+                                  serverNonce: nonce, refreshToken: token, nonceClaimName: "srv_nonce", now: sso.nowSeconds)
+        let response = try sso.post(PlatformSSOGateway.form(try ahead.signed(by: mac)))
+        try #require(response.status == 200, "\(response.text)")
+        let jwks = try JSONValue(parsing: try sso.gateway.send("GET", "/.well-known/jwks.json").body)
+        let login = try MacLoginResponse(jwe: response.text, mac: mac, request: ahead, jwks: jwks,
+                                         expected: .init(issuer: "https://idp.example.com", clientID: PlatformSSOGateway.clientID),
+                                         now: sso.nowSeconds)
+        #expect(login.idTokenClaims["iss"] == "https://idp.example.com")
+        #expect(login.expiresIn == 3_600 && login.idTokenClaims["exp"]?.integerValue == sso.nowSeconds + 3_600)
     }
 }
