@@ -33,7 +33,9 @@ struct ConnectionLimitsEndToEndTests {
         var closedAt: ContinuousClock.Instant?
         let started = ContinuousClock.now
         var peak = baseline
-        while ContinuousClock.now - started < .seconds(8) {
+        // Generous windows: the point is that the connection is cut at all (today's code never
+        // cuts it), and a loaded machine fires the 1 s write timeout late.
+        while ContinuousClock.now - started < .seconds(30) {
             switch client.sendNow(sent < 2 << 20 ? burst : request) {
             case .sent(let n): sent += n
             case .closed: closedAt = .now
@@ -44,7 +46,7 @@ struct ConnectionLimitsEndToEndTests {
         }
         #expect(peak - baseline < 4 << 20, "RSS grew by \(peak - baseline) bytes for \(sent) bytes of unread requests")
         let closed = try #require(closedAt, "the connection is closed by the write timeout (sent \(sent) bytes)")
-        #expect(closed - started < .seconds(6))
+        #expect(closed - started < .seconds(25))
         let fresh = try HTTPTestClient(port: gateway.port)
         #expect(try fresh.request("GET", "/healthz").status == 200, "the gateway serves others meanwhile")
     }
