@@ -43,6 +43,18 @@ struct RedisCommand {
     let completion: (Result<RedisValue, RedisError>) -> Void
     /// MOVED/ASK redirects followed so far; bounded so a confused cluster cannot loop us.
     var redirects = 0
+    /// `WAIT` for this many replicas (within the duration) right after the command, on the
+    /// same connection, before completing; see `RedisClient.send(_:confirmedBy:within:completion:)`.
+    var confirmation: (replicas: Int, within: Duration)?
+
+    init(arguments: RedisArguments, deadline: ContinuousClock.Instant,
+         confirmation: (replicas: Int, within: Duration)? = nil,
+         completion: @escaping (Result<RedisValue, RedisError>) -> Void) {
+        self.arguments = arguments
+        self.deadline = deadline
+        self.confirmation = confirmation
+        self.completion = completion
+    }
 }
 
 /// One command written to a connection and awaiting its reply; completes exactly once, by

@@ -45,6 +45,20 @@ protocol SnapshotSource {
 protocol Limiter: AnyObject {
     /// Completes exactly once on the loop thread, possibly before returning.
     func check(_ checks: [BucketCheck], fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
+    /// A proxied request with a token: the device record `deviceKey` must exist and not be
+    /// revoked, then `checks` decide; one round trip. Completes exactly once on the loop thread.
+    func admit(_ checks: [BucketCheck], deviceKey: String, fallback: RateLimitFallback,
+               completion: @escaping (DeviceAdmission) -> Void)
+}
+
+/// What `Limiter.admit` found.
+enum DeviceAdmission: Equatable {
+    /// The device record says revoked, or is gone: refuse like a revocation. No token taken.
+    case refused(AdmissionScripts.DeviceStanding)
+    /// The device is in good standing; the buckets decided.
+    case checked(RateLimitOutcome)
+    /// Redis could not answer: the device is unchecked, the buckets followed their fallback.
+    case unverified(RateLimitOutcome)
 }
 
 /// Issues single-use challenges.

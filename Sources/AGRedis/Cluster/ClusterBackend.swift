@@ -93,7 +93,7 @@ final class ClusterBackend: RedisBackend {
             connection.send(.strings(["ASKING"]), deadline: command.deadline) { _ in }
         }
         let queried = endpoint.host
-        connection.send(command.arguments, deadline: command.deadline) { [weak self] result in
+        connection.send(command) { [weak self] result in
             guard let self, self.state != .closed else {
                 command.completion(result)
                 return
