@@ -90,24 +90,21 @@ struct CommandQueue {
         storage.append(command)
     }
 
-    /// Completes every command whose deadline passed with `.timeout` and returns the earliest
-    /// deadline still pending. Completions may append or clear, so the queue is re-read.
-    mutating func expire(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    /// The commands whose deadline passed (for the caller to complete with `.timeout`, outside
+    /// this mutating access: completions send commands, which append here) and the earliest
+    /// deadline still pending.
+    mutating func expired(now: ContinuousClock.Instant) -> (expired: [PendingCommand], earliest: ContinuousClock.Instant?) {
         dropCompleted()
-        var index = head
+        var expired: [PendingCommand] = []
         var earliest: ContinuousClock.Instant?
-        while index < storage.count {
-            let command = storage[index]
-            index += 1
-            if command.isCompleted { continue }
+        for command in storage[head...] where !command.isCompleted {
             if command.deadline <= now {
-                command.complete(.failure(.timeout))
+                expired.append(command)
             } else if earliest.map({ command.deadline < $0 }) ?? true {
                 earliest = command.deadline
             }
         }
-        dropCompleted()
-        return earliest
+        return (expired, earliest)
     }
 
     /// Drops answered commands from the front.

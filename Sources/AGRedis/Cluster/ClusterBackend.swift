@@ -55,8 +55,9 @@ final class ClusterBackend: RedisBackend {
         guard state != .closed else { return }
         setState(.closed)
         refresh.timer = nil
-        refresh.seedConnection?.close()
+        let seed = refresh.seedConnection
         refresh.seedConnection = nil
+        seed?.close()
         let open = nodes.values
         nodes = [:]
         for connection in open { connection.close() }

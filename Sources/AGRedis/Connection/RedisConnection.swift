@@ -243,9 +243,10 @@ final class RedisConnection {
 
     private func deadlineTimerFired() {
         armedDeadline = nil
-        let next = commands.expire(now: .now)
-        if state == .closed { return }
-        if let next, armedDeadline.map({ next < $0 }) ?? true { armDeadlineTimer(for: next) }
+        let (expired, next) = commands.expired(now: .now)
+        if let next { armDeadlineTimer(for: next) }
+        // Completions may send (re-arming earlier), close or drop the connection.
+        for command in expired { command.complete(.failure(.timeout)) }
     }
 
     func assertOnLoopThread() {
