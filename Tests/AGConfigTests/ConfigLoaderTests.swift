@@ -32,7 +32,7 @@ import Testing
         let fixture = try ConfigFixture()
         try fixture.remove(".run/keys/dev-es256-1.pem")
         #expect(fixture.problems() == [
-            #"conf/gateway.yaml:67: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
+            #"conf/gateway.yaml:75: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
         ])
     }
 

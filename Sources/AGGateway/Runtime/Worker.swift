@@ -31,7 +31,7 @@ final class Worker {
         redis = RedisClient(url: snapshot.gateway.redis.url, loop: loop, timeout: snapshot.gateway.redis.timeout)
         upstreams = UpstreamPool(loop: loop)
         let snapshots = shared.snapshots
-        revocations = RevocationWatcher(url: snapshot.gateway.redis.url, loop: loop, timeout: snapshot.gateway.redis.timeout,
+        revocations = RevocationWatcher(url: snapshot.gateway.redis.url, loop: loop, timeout: snapshot.gateway.redis.backgroundTimeout,
                                         logger: shared.logger) {
             snapshots.snapshot.longestTokenLifetime
         }
