@@ -14,6 +14,14 @@ struct RateLimitScriptTests {
     }
 
     /// Runs `body` with one instance on a private server of its own.
+    /// The script with its keys made persistent right after the decision, atomically: these
+    /// tests replay virtual timelines, while a bucket's expiry runs on Redis's real clock, and a
+    /// machine stalled for a few seconds between two calls must not expire the bucket under
+    /// them (expiry has its own test, `idleBucketsVanishOnceFull`).
+    static let persistentSource = RateLimitScript.source.replacingOccurrences(
+        of: "return take_buckets(now_us, KEYS, ARGV, 2)",
+        with: "local reply = take_buckets(now_us, KEYS, ARGV, 2)\nfor i = 1, #KEYS do redis.call('PERSIST', KEYS[i]) end\nreturn reply")
+
     private static func withInstance(_ body: (RateLimitTestInstance) async throws -> Void) async throws {
         try await RedisServer.withPrivate { redis in
             try await RateLimitTestInstance.with(redis.url, body)
@@ -24,7 +32,7 @@ struct RateLimitScriptTests {
     func matchesPureMaths(name: String) async throws {
         let steps = BucketTimeline.all.first { $0.name == name }!.steps
         try await Self.withInstance { instance in
-            let source = RateLimitScript.source
+            let source = Self.persistentSource
             let key = Self.uniqueKey()
             var bucket: TokenBucket?
             for step in steps {
@@ -43,7 +51,7 @@ struct RateLimitScriptTests {
 
     @Test func allOrNothingAcrossKeysMatchesTakeAll() async throws {
         try await Self.withInstance { instance in
-            let source = RateLimitScript.source
+            let source = Self.persistentSource
             let keys = [Self.uniqueKey("challenge"), "ag:ip:{192.0.2.1}:rl:challenge"]
             let limits = [5, 2]
             var buckets = limits.map { TokenBucket(limitPerMinute: $0, now: BucketTimeline.start) }
