@@ -40,7 +40,20 @@ start_redis() {
 stop_redis() {
     local dir
     dir=$(cd "$1" 2>/dev/null && pwd) || return 0
-    [ -f "$dir/redis.pid" ] && kill "$(cat "$dir/redis.pid")" 2>/dev/null || true
+    [ -f "$dir/redis.pid" ] && stop_pid "$(cat "$dir/redis.pid")"
+    return 0
+}
+
+# Sends SIGTERM to process $1 and waits (up to 10 s) until it has gone, so that nothing is still
+# writing into a directory the caller is about to remove.
+stop_pid() {
+    kill "$1" 2>/dev/null || return 0
+    local i
+    for i in $(seq 100); do
+        kill -0 "$1" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -9 "$1" 2>/dev/null || true
 }
 
 # Prints $1 TCP ports that are free on 127.0.0.1 right now, all different.
@@ -164,8 +177,12 @@ stop_redis_group() {
     local dir pidfile
     dir=$(cd "$1" 2>/dev/null && pwd) || return 0
     for pidfile in "$dir"/*/redis.pid; do
-        [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+        [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
     done
+    for pidfile in "$dir"/*/redis.pid; do
+        [ -f "$pidfile" ] && stop_pid "$(cat "$pidfile")"
+    done
+    return 0
 }
 
 # Python modules the interop tests drive (an independent JOSE implementation): installs

@@ -8,7 +8,7 @@ extension GatewayConfig {
     public static let defaultRootCAFile = "Apple_App_Attestation_Root_CA.pem"
 
     private enum Keys {
-        static let root = ["server", "admin", "redis", "tokens", "challenge", "tiers", "ip_limits", "rate_limits",
+        static let root = ["server", "admin", "redis", "tokens", "challenge", "tiers", "ip_limits", "rate_limits", "proxy",
                            "quotas", "app_attest", "tenants_dir", "log"]
         static let server = ["listen", "workers", "max_body_bytes", "max_proxy_body_bytes", "timeouts",
                              "shutdown_grace", "trusted_proxies", "tls"]
@@ -16,7 +16,8 @@ extension GatewayConfig {
                                "upstream_response"]
         static let tls = ["cert", "key"]
         static let admin = ["listen", "token_file", "token_env"]
-        static let redis = ["url", "timeout"]
+        static let redis = ["url", "timeout", "wait_replicas", "wait_timeout"]
+        static let proxy = ["unverified_token_policy"]
         static let tokens = ["issuer", "ttl", "leeway", "keys"]
         static let tokenKey = ["kid", "algorithm", "file", "active"]
         static let challenge = ["ttl"]
@@ -46,6 +47,8 @@ extension GatewayConfig {
             ipLimits: decodeIPLimits(top["ip_limits"], d),
             rateLimits: RateLimitConfig(onStoreError: sub(top["rate_limits"], Keys.rateLimits, d)?["on_store_error"]
                 .flatMap { d.oneOf($0, StoreErrorPolicy.self) } ?? .local),
+            proxy: ProxyConfig(unverifiedTokenPolicy: sub(top["proxy"], Keys.proxy, d)?["unverified_token_policy"]
+                .flatMap { d.oneOf($0, UnverifiedTokenPolicy.self) } ?? .deny),
             quotas: decodeQuotas(top["quotas"], d),
             appAttest: decodeAppAttest(top["app_attest"], d, files),
             tenantsDirectory: decodeTenantsDirectory(top, d, files),
@@ -146,16 +149,28 @@ extension GatewayConfig {
         let m = sub(field, Keys.redis, d)
         let endpoint = m?["url"].flatMap { field -> RedisURL? in
             guard let text = d.string(field) else { return nil }
-            guard let endpoint = try? RedisURL(parsing: text) else {
-                // The URL may hold a password: show only its scheme.
+            do throws(RedisURLError) {
+                return try RedisURL(parsing: text)
+            } catch {
+                // The URL may hold a password: show only its scheme, and the error without values.
                 let scheme = text.firstRange(of: "://").map { String(text[..<$0.lowerBound]) + "://…" } ?? "a value without a scheme"
-                d.report(field, "expected redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N], got \(scheme)")
+                d.report(field, "\(error.redactedDescription) (got \(scheme)); expected redis://[[user]:password@]host[:port][/db], unix:///path[?db=N], "
+                    + "redis-cluster://[[user]:password@]host:port[,host:port…] or "
+                    + "redis-sentinel://[[user]:password@]host:port[,host:port…]/<master-name>[?db=N]")
                 return nil
             }
-            return endpoint
         }
-        return RedisConfig(url: endpoint ?? defaultRedis,
-                           timeout: m?["timeout"].flatMap { d.duration($0) } ?? .milliseconds(250))
+        let timeout = m?["timeout"].flatMap { d.duration($0) } ?? .milliseconds(250)
+        let waitReplicas = m?["wait_replicas"].flatMap { d.int($0, in: 0...16) } ?? 0
+        var waitTimeout = timeout / 2
+        if let waitField = m?["wait_timeout"], let value = d.duration(waitField) {
+            if value >= timeout {
+                d.report(waitField, "must be shorter than redis.timeout (\(timeout)), which bounds the whole commit")
+            } else {
+                waitTimeout = value
+            }
+        }
+        return RedisConfig(url: endpoint ?? defaultRedis, timeout: timeout, waitReplicas: waitReplicas, waitTimeout: waitTimeout)
     }
 
     private static func decodeTokens(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> TokenConfig {

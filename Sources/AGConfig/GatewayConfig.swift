@@ -13,6 +13,7 @@ public struct GatewayConfig: Sendable {
     public let tiers: [String: RateTier]
     public let ipLimits: IPLimitConfig
     public let rateLimits: RateLimitConfig
+    public let proxy: ProxyConfig
     public let quotas: QuotaConfig
     public let appAttest: AppAttestConfig
     /// Resolved `tenants_dir`.
@@ -81,6 +82,11 @@ public struct RedisConfig: Sendable, Hashable {
     public let url: RedisURL
     /// Per-command timeout.
     public let timeout: Duration
+    /// Replicas that must acknowledge the commit scripts' writes (`WAIT`) before the answer;
+    /// 0 answers as soon as the primary applied them.
+    public let waitReplicas: Int
+    /// How long that `WAIT` may take (below `timeout`).
+    public let waitTimeout: Duration
 }
 
 /// `tokens`: the JWTs the gateway mints and verifies.
@@ -171,6 +177,19 @@ public enum StoreErrorPolicy: String, Sendable, Hashable, CaseIterable {
 /// `rate_limits`.
 public struct RateLimitConfig: Sendable, Hashable {
     public let onStoreError: StoreErrorPolicy
+}
+
+/// What a proxied request with a valid token gets while its device record cannot be read.
+public enum UnverifiedTokenPolicy: String, Sendable, Hashable, CaseIterable {
+    /// 503 `store_unavailable`: a revoked device is never let through.
+    case deny
+    /// Proxied, unless this instance heard the device was revoked.
+    case allow
+}
+
+/// `proxy`.
+public struct ProxyConfig: Sendable, Hashable {
+    public let unverifiedTokenPolicy: UnverifiedTokenPolicy
 }
 
 /// `quotas`: monthly-active-device accounting.

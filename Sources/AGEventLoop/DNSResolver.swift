@@ -46,6 +46,10 @@ public final class DNSResolver {
 
     public let configuration: Configuration
     private let evdns: OpaquePointer
+    /// evdns objects may only be freed on the loop's thread (or while it is not running) and
+    /// before its base: see `deinit`.
+    private weak var loop: EventLoop?
+    private let lifetime: LoopLifetime
     private let hosts: HostsFile
     private var cache: [String: (addresses: [IPAddress], expiry: ContinuousClock.Instant)] = [:]
     private var inFlight: [String: DNSLookup] = [:]
@@ -55,6 +59,8 @@ public final class DNSResolver {
     public init(loop: EventLoop, configuration: Configuration = .system) throws(DNSError) {
         _ = Self.quietLogs
         self.configuration = configuration
+        self.loop = loop
+        lifetime = loop.lifetime
         // Name servers are added below; DISABLE_WHEN_INACTIVE keeps the UDP socket out of the
         // loop while no query runs.
         guard let evdns = evdns_base_new(loop.base, EVDNS_BASE_DISABLE_WHEN_INACTIVE) else {
@@ -86,9 +92,20 @@ public final class DNSResolver {
     }()
 
     deinit {
-        // Fails in-flight queries; their callbacks (deferred) see DNS_ERR_SHUTDOWN and only
-        // release their context, which holds this resolver weakly.
-        evdns_base_free(evdns, 1)
+        // evdns_base_free fails in-flight queries (their deferred callbacks see
+        // DNS_ERR_SHUTDOWN and only release their context) and deletes the base's events, so
+        // it must not race the loop thread nor follow event_base_free:
+        // - the loop's base is gone: freeing would touch it; the evdns base is left behind;
+        // - the loop is being deinitialized (weak reference already nil), or this is its
+        //   thread (or it has not started): free now;
+        // - otherwise (released on another thread): free on the loop thread.
+        let base = EVDNSBase(pointer: evdns)
+        if lifetime.ended.load(ordering: .acquiring) { return }
+        guard let loop, !loop.isOwnedByCurrentThread else {
+            evdns_base_free(base.pointer, 1)
+            return
+        }
+        loop.execute { evdns_base_free(base.pointer, 1) }
     }
 
     /// Resolves `host` to one or more addresses, or a `DNSError`.
@@ -180,6 +197,12 @@ extension EventLoop {
         register(created)
         return created
     }
+}
+
+/// An `evdns_base` pointer carried to the loop thread to be freed there.
+private struct EVDNSBase: @unchecked Sendable {
+    // Invariant: used exactly once, by the evdns_base_free that the resolver's deinit schedules.
+    let pointer: OpaquePointer
 }
 
 /// Reads a whole (small) text file with the C library: this module does not link Foundation.

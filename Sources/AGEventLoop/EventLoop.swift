@@ -18,6 +18,8 @@ public final class EventLoop: @unchecked Sendable {
     private let owner = Atomic<UInt>(0)
     private var wakeEvent: OpaquePointer?
     private let pending = Mutex<[@Sendable () -> Void]>([])
+    /// Outlives the loop for objects that must know whether its `event_base` still exists.
+    package let lifetime = LoopLifetime()
     var signalHandlers: [SignalHandler] = []
     var attachments: [AnyObject] = []
 
@@ -41,6 +43,7 @@ public final class EventLoop: @unchecked Sendable {
         attachments.removeAll()
         if let wakeEvent { event_free(wakeEvent) }
         event_base_free(base)
+        lifetime.ended.store(true, ordering: .releasing)
     }
 
     /// Runs the loop on the calling thread until `stop()`; that thread owns the loop from now on.
@@ -75,6 +78,11 @@ public final class EventLoop: @unchecked Sendable {
         }
         for item in work { item() }
     }
+}
+
+/// Whether a loop's `event_base` has been freed; held by objects that may outlive the loop.
+package final class LoopLifetime: Sendable {
+    package let ended = Atomic<Bool>(false)
 }
 
 /// Signal handling and an owner slot, both loop-thread only.

@@ -43,6 +43,18 @@ struct RedisCommand {
     let completion: (Result<RedisValue, RedisError>) -> Void
     /// MOVED/ASK redirects followed so far; bounded so a confused cluster cannot loop us.
     var redirects = 0
+    /// `WAIT` for this many replicas (within the duration) right after the command, on the
+    /// same connection, before completing; see `RedisClient.send(_:confirmedBy:within:completion:)`.
+    var confirmation: (replicas: Int, within: Duration)?
+
+    init(arguments: RedisArguments, deadline: ContinuousClock.Instant,
+         confirmation: (replicas: Int, within: Duration)? = nil,
+         completion: @escaping (Result<RedisValue, RedisError>) -> Void) {
+        self.arguments = arguments
+        self.deadline = deadline
+        self.confirmation = confirmation
+        self.completion = completion
+    }
 }
 
 /// One command written to a connection and awaiting its reply; completes exactly once, by
@@ -78,24 +90,21 @@ struct CommandQueue {
         storage.append(command)
     }
 
-    /// Completes every command whose deadline passed with `.timeout` and returns the earliest
-    /// deadline still pending. Completions may append or clear, so the queue is re-read.
-    mutating func expire(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    /// The commands whose deadline passed (for the caller to complete with `.timeout`, outside
+    /// this mutating access: completions send commands, which append here) and the earliest
+    /// deadline still pending.
+    mutating func expired(now: ContinuousClock.Instant) -> (expired: [PendingCommand], earliest: ContinuousClock.Instant?) {
         dropCompleted()
-        var index = head
+        var expired: [PendingCommand] = []
         var earliest: ContinuousClock.Instant?
-        while index < storage.count {
-            let command = storage[index]
-            index += 1
-            if command.isCompleted { continue }
+        for command in storage[head...] where !command.isCompleted {
             if command.deadline <= now {
-                command.complete(.failure(.timeout))
+                expired.append(command)
             } else if earliest.map({ command.deadline < $0 }) ?? true {
                 earliest = command.deadline
             }
         }
-        dropCompleted()
-        return earliest
+        return (expired, earliest)
     }
 
     /// Drops answered commands from the front.

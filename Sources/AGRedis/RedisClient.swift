@@ -100,6 +100,19 @@ public final class RedisClient {
         backend.send(RedisCommand(arguments: .strings(arguments), deadline: .now + timeout, completion: completion))
     }
 
+    /// Sends a write and `WAIT`s until `replicas` replicas acknowledged it (at most `within`,
+    /// inside the command's deadline) before completing: Redis replicates asynchronously, so an
+    /// acknowledged write can otherwise be lost when its primary fails over. When fewer replicas
+    /// confirm in time, the completion gets `.unavailable` although the primary applied the write.
+    /// Redirects and retries repeat the `WAIT` on the node that finally runs the command.
+    public func send(_ arguments: [String], confirmedBy replicas: Int, within: Duration,
+                     completion: @escaping (Result<RedisValue, RedisError>) -> Void) {
+        precondition(!arguments.isEmpty, "a Redis command needs at least its name")
+        let confirmation = replicas > 0 ? (replicas, within) : nil
+        backend.send(RedisCommand(arguments: .strings(arguments), deadline: .now + timeout, confirmation: confirmation,
+                                  completion: completion))
+    }
+
     /// Disconnects for good: pending commands complete with `.unavailable`, no reconnect follows.
     /// Must run before the `event_base` is freed.
     public func close() {
@@ -135,7 +148,7 @@ final class StandaloneBackend: RedisBackend {
 
     func send(_ command: RedisCommand) {
         switch connection.state {
-        case .connected: connection.send(command.arguments, deadline: command.deadline, completion: command.completion)
+        case .connected: connection.send(command, completion: command.completion)
         case .connecting: parked.park(command)
         case .disconnected, .closed: command.completion(.failure(.unavailable(connection.lastError ?? "not connected")))
         }

@@ -16,15 +16,19 @@ extension RedisClient {
     ///
     /// The retry is sent after the `NOSCRIPT` reply, so it is ordered after commands sent in
     /// between, and the whole call can take up to twice the client's timeout.
+    ///
+    /// With `confirmedBy` > 0 the script's writes are confirmed by `WAIT` (see
+    /// `send(_:confirmedBy:within:completion:)`).
     public func evalScript(_ script: RedisScript, keys: [String] = [], args: [String] = [],
+                           confirmedBy replicas: Int = 0, within: Duration = .zero,
                            completion: @escaping (Result<RedisValue, RedisError>) -> Void) {
         let tail = [String(keys.count)] + keys + args
-        send(["EVALSHA", script.sha1] + tail) { [weak self] result in
+        send(["EVALSHA", script.sha1] + tail, confirmedBy: replicas, within: within) { [weak self] result in
             guard case .failure(.server(let message)) = result, message.hasPrefix("NOSCRIPT"), let self else {
                 completion(result)
                 return
             }
-            self.send(["EVAL", script.source] + tail, completion: completion)
+            self.send(["EVAL", script.source] + tail, confirmedBy: replicas, within: within, completion: completion)
         }
     }
 }

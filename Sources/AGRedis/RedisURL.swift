@@ -129,4 +129,18 @@ public enum RedisURLError: Error, Sendable, Equatable, CustomStringConvertible {
         case .clusterDatabase: "redis-cluster:// URL cannot select a database (Redis Cluster has only database 0)"
         }
     }
+
+    /// The description without the text that was rejected: a mistyped URL may put a password
+    /// where a host or port belongs (`redis://user:secret/0`), so configuration errors use this.
+    public var redactedDescription: String {
+        switch self {
+        case .unsupportedScheme: "unsupported Redis URL scheme"
+        case .invalidHost: "invalid host in Redis URL (expected an IP address, [IPv6] or a DNS name)"
+        case .invalidPort: "invalid port in Redis URL (expected 1-65535)"
+        case .invalidDatabase: "invalid database in Redis URL (expected a non-negative integer)"
+        case .duplicateHost: "a host is listed twice in the Redis URL"
+        case .invalidMasterName: "invalid master name in redis-sentinel:// URL (letters, digits, '.', '-', '_')"
+        default: description
+        }
+    }
 }

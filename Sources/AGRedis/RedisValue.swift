@@ -77,6 +77,11 @@ public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Redis answered with an error reply, e.g. `WRONGTYPE …` or `NOSCRIPT …`.
     case server(String)
 
+    /// Redis answered (with an error reply): the command reached the server and was refused.
+    public var isServerReply: Bool {
+        if case .server = self { true } else { false }
+    }
+
     public var description: String {
         switch self {
         case .unavailable(let reason): "Redis unavailable: \(reason)"

@@ -32,7 +32,7 @@ import Testing
         let fixture = try ConfigFixture()
         try fixture.remove(".run/keys/dev-es256-1.pem")
         #expect(fixture.problems() == [
-            #"conf/gateway.yaml:71: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
+            #"conf/gateway.yaml:79: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
         ])
     }
 
@@ -55,7 +55,7 @@ import Testing
             "conf/gateway.yaml:7: server.listn: unknown key (did you mean listen?); allowed keys: listen, workers, max_body_bytes, max_proxy_body_bytes, timeouts, shutdown_grace, trusted_proxies, tls",
         ]),
         BadCase(name: "unknown top-level key", files: [("conf/gateway.yaml", gatewayWith("loggin: {}\n"))], expected: [
-            "conf/gateway.yaml:6: loggin: unknown key; allowed keys: server, admin, redis, tokens, challenge, tiers, ip_limits, rate_limits, quotas, app_attest, tenants_dir, log",
+            "conf/gateway.yaml:6: loggin: unknown key; allowed keys: server, admin, redis, tokens, challenge, tiers, ip_limits, rate_limits, proxy, quotas, app_attest, tenants_dir, log",
         ]),
         BadCase(name: "wrong types", files: [("conf/gateway.yaml", gatewayWith("""
             server:
@@ -118,7 +118,19 @@ import Testing
             #"conf/gateway.yaml:7: server.trusted_proxies[2]: expected an IPv4 or IPv6 address or CIDR block like 10.0.0.0/8 or fd00::/8, got "fd00::/129""#,
         ]),
         BadCase(name: "bad redis URL hides credentials", files: [("conf/gateway.yaml", gatewayWith("redis:\n  url: http://:secret@127.0.0.1:6379\n"))], expected: [
-            "conf/gateway.yaml:7: redis.url: expected redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N], got http://…",
+            "conf/gateway.yaml:7: redis.url: unsupported Redis URL scheme (got http://…); expected redis://[[user]:password@]host[:port][/db], unix:///path[?db=N], redis-cluster://[[user]:password@]host:port[,host:port…] or redis-sentinel://[[user]:password@]host:port[,host:port…]/<master-name>[?db=N]",
+        ]),
+        BadCase(name: "mistyped redis URL never echoes what may be a password",
+                files: [("conf/gateway.yaml", gatewayWith("redis:\n  url: redis://user:s3cret/0\n"))], expected: [
+            "conf/gateway.yaml:7: redis.url: invalid port in Redis URL (expected 1-65535) (got redis://…); expected redis://[[user]:password@]host[:port][/db], unix:///path[?db=N], redis-cluster://[[user]:password@]host:port[,host:port…] or redis-sentinel://[[user]:password@]host:port[,host:port…]/<master-name>[?db=N]",
+        ]),
+        BadCase(name: "wait_timeout not below the command timeout",
+                files: [("conf/gateway.yaml", gatewayWith("redis:\n  timeout: 200ms\n  wait_replicas: 1\n  wait_timeout: 200ms\n"))], expected: [
+            "conf/gateway.yaml:9: redis.wait_timeout: must be shorter than redis.timeout (0.2 seconds), which bounds the whole commit",
+        ]),
+        BadCase(name: "unknown unverified token policy",
+                files: [("conf/gateway.yaml", gatewayWith("proxy:\n  unverified_token_policy: maybe\n"))], expected: [
+            "conf/gateway.yaml:7: proxy.unverified_token_policy: expected one of deny, allow, got \"maybe\"",
         ]),
         BadCase(name: "https upstream", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: https://api.example.com\n")], expected: [
             #"conf/tenants/example.yaml:3: upstream: only http:// upstreams are supported (the gateway speaks plain HTTP/1.1 to upstreams; terminate TLS in front of the upstream or use a local sidecar), got "https://api.example.com""#,

@@ -30,10 +30,11 @@ struct ProxyAndAdminRouteTests {
         #expect(forwarded.injected.first { $0.name == "X-Attest-Key-Id" }?.value == "a2V5LWlk")
         #expect(forwarded.injected.contains { $0.name == "X-Attest-Claims" })
         #expect(harness.limiter.checked.map { $0.map(\.name) } == [["api"]])
-        #expect(harness.revocations.storeChecks == 1)
-        // The second use comes from the token cache and the revocation epoch: no store check.
+        #expect(harness.limiter.deviceChecks == ["ag:{\(RouterHarness.appID)}:dev:a2V5LWlk"])
+        // The second use comes from the token cache, but its device is checked again (in the
+        // same script call as the bucket): a revocation applies to the very next request.
         _ = harness.send("GET", "/api/x", headers: bearer(token))
-        #expect(harness.revocations.storeChecks == 1)
+        #expect(harness.limiter.deviceChecks.count == 2)
         #expect(harness.metrics.counters["attestgate_token_cache_hits_total"] == 1)
     }
 
@@ -77,16 +78,39 @@ struct ProxyAndAdminRouteTests {
         #expect(response.code == "token_tenant_mismatch")
     }
 
-    @Test func aDeviceRevokedInTheStoreIsRefusedAndRemembered() throws {
+    @Test(arguments: ["revoked", "missing"])
+    func aDeviceRevokedOrGoneInTheStoreIsRefused(_ state: String) throws {
         let harness = try RouterHarness(tenantExtra: Self.proxied)
-        harness.revocations.revokedInStore = ["a2V5LWlk"]
+        if state == "revoked" { harness.limiter.revoked = ["a2V5LWlk"] } else { harness.limiter.missing = ["a2V5LWlk"] }
         let token = try harness.token()
-        let response = harness.send("GET", "/api/x", headers: bearer(token))
-        #expect(response.status == 403)
-        #expect(response.code == "forbidden")
-        _ = harness.send("GET", "/api/x", headers: bearer(token))
-        #expect(harness.revocations.storeChecks == 1, "the second refusal comes from memory")
+        for _ in 0..<2 {
+            let response = harness.send("GET", "/api/x", headers: bearer(token))
+            #expect(response.status == 403)
+            #expect(response.code == "forbidden")
+        }
+        #expect(harness.limiter.checked.isEmpty, "a refused device takes no api token")
         #expect(harness.forwarder.forwarded.isEmpty)
+    }
+
+    @Test func anUncheckableTokenIsRefusedUnlessThePolicyAllowsIt() throws {
+        let denying = try RouterHarness(tenantExtra: Self.proxied)
+        denying.limiter.unavailable = true
+        let refused = denying.send("GET", "/api/x", headers: bearer(try denying.token()))
+        #expect(refused.status == 503)
+        #expect(refused.code == "store_unavailable")
+        #expect(denying.forwarder.forwarded.isEmpty)
+        #expect(denying.send("GET", "/public/x", headers: RouterHarness.tenantHeaders).status == 200,
+                "anonymous routes have no device to check")
+
+        let allowing = try RouterHarness(tenantExtra: Self.proxied, gatewayYAML: "proxy:\n  unverified_token_policy: allow\n")
+        allowing.limiter.unavailable = true
+        #expect(allowing.send("GET", "/api/x", headers: bearer(try allowing.token())).status == 200)
+        // Still refused when this worker heard of the revocation before Redis went away.
+        allowing.revocations.known = ["a2V5LWlk"]
+        let heard = allowing.send("GET", "/api/x", headers: bearer(try allowing.token()))
+        #expect(heard.status == 403)
+        #expect(heard.code == "forbidden")
+        #expect(allowing.forwarder.forwarded.count == 1)
     }
 
     @Test func unknownRoutesAre404() throws {

@@ -143,27 +143,33 @@ struct RateLimitTierSyncTests {
         }
     }
 
-    @Test func changesArePublishedOnTheEventsChannel() async throws {
+    @Test func changesAreAppendedToTheEventsStreamWithTheirWrite() async throws {
         try await RedisServer.withPrivate { redis in
             try await TierTestInstance.with(redis.url, sync: false) { admin in
-                try await TestEventLoop.with { listener in
-                    let received = Mutex<[String]>([])
-                    let subscriber = await listener.make { base in
-                        RedisSubscriber(url: redis.url, loop: base, channels: [TierStore.eventsChannel]) { message in
-                            received.withLock { $0.append(message.string) }
-                        }
-                    }
-                    #expect(await eventually { await listener.submit { _ in subscriber.value.isSubscribed } })
-                    try await admin.setTenantTier(Self.app, "business").get()
-                    _ = try await admin.setTier("business", TierNumbers(attest: 2_500)).get()
-                    _ = try await admin.clearTenantTier(Self.app).get()
-                    #expect(await eventually { received.withLock { $0.count } == 3 })
-                    #expect(received.withLock { $0 } == [
+                try await admin.setTenantTier(Self.app, "business").get()
+                _ = try await admin.setTier("business", TierNumbers(attest: 2_500)).get()
+                _ = try await admin.clearTenantTier(Self.app).get()
+                let entries = try await admin.send([["XRANGE", TierStore.eventsStream, "-", "+"]])[0].get()
+                #expect(EventStreamReader.entries(in: [[.bulk(Array(TierStore.eventsStream.utf8)), entries]])
+                    .map { String(decoding: $0.json, as: UTF8.self) } == [
                         TierStore.Event.tenantTier(appID: Self.app, tier: "business").json,
                         TierStore.Event.tierNumbers(name: "business", numbers: TierNumbers(attest: 2_500)).json,
                         TierStore.Event.tenantTier(appID: Self.app, tier: nil).json,
                     ])
-                    await listener.submit { _ in subscriber.value.close() }
+            }
+        }
+    }
+
+    @Test func hashesOfAPreClusterVersionAreMovedToTheirNewNames() async throws {
+        try await RedisServer.withPrivate { redis in
+            try await TierTestInstance.with(redis.url, sync: false) { writer in
+                _ = await writer.send([["HSET", "ag:cfg:tenant-tier", Self.app, "pro"], ["HSET", "ag:cfg:tiers", "pro", #"{"api":777}"#]])
+                try await TierTestInstance.with(redis.url, sync: true, pollInterval: nil) { reader in
+                    try await reader.waitForFirstReload()
+                    #expect(reader.store.tenantTierOverride(appID: Self.app) == "pro")
+                    #expect(reader.store.effectiveTier(appID: Self.app, fileTier: "free", fileTiers: RateTier.builtIn).api == 777)
+                    let old = await writer.send([["EXISTS", "ag:cfg:tenant-tier", "ag:cfg:tiers"]])
+                    #expect(try old[0].get() == .integer(0))
                 }
             }
         }
@@ -224,23 +230,24 @@ struct RateLimitTierSyncTests {
         }
     }
 
-    @Test func aChangeMissedWhileUnsubscribedIsReadOnResubscribe() async throws {
+    @Test func aChangeMissedWhileTheReaderWasCutOffIsReadOnReconnect() async throws {
         try await RedisServer.withPrivate { redis in
             try await TierTestInstance.with(redis.url, sync: false) { writer in
                 try await TierTestInstance.with(redis.url, sync: true, pollInterval: nil) { reader in
                     try await reader.waitForFirstReload()
-                    // The first reload may come from the command connection: wait for the subscription.
-                    var subscribed = false
-                    for _ in 0..<250 where !subscribed {
-                        let reply = await writer.send([["PUBSUB", "NUMSUB", TierStore.eventsChannel]])
-                        subscribed = (try? reply[0].get().array?.last?.int) == 1
-                        if !subscribed { try await Task.sleep(for: .milliseconds(20)) }
+                    // The first reload may come from the command connection: wait for the stream read.
+                    var readerID: String?
+                    for _ in 0..<250 where readerID == nil {
+                        let clients = try await writer.send([["CLIENT", "LIST"]])[0].get().string ?? ""
+                        readerID = clients.split(separator: "\n").first { $0.contains("cmd=xread") }
+                            .flatMap { $0.split(separator: " ").first { $0.hasPrefix("id=") } }.map { String($0.dropFirst(3)) }
+                        if readerID == nil { try await Task.sleep(for: .milliseconds(20)) }
                     }
-                    try #require(subscribed)
+                    let id = try #require(readerID)
                     let before = reader.reloads
-                    // Drop the reader's subscription and write, unannounced, before it can resubscribe.
+                    // Drop the reader's connection and write, without an event, before it reconnects.
                     let results = await writer.send([
-                        ["CLIENT", "KILL", "TYPE", "pubsub"],
+                        ["CLIENT", "KILL", "ID", id],
                         ["HSET", TierStore.tenantTiersKey, Self.app, "business"],
                     ])
                     #expect(try results[0].get() == .integer(1))

@@ -36,6 +36,26 @@ import Testing
         }
     }
 
+    /// A completion run by the deadline timer may send again (the gateway retries, the stream
+    /// reader re-reads): that used to modify the pending queue during its own expiry pass.
+    @Test func aTimedOutCompletionMaySendAgain() async throws {
+        try await RedisServer.withPrivate { server in
+            try await ClientHarness.with(server.url, timeout: .milliseconds(200)) { redis in
+                try await redis.waitUntil(.connected)
+                server.pause()
+                let outcomes: [Result<RedisValue, RedisError>] = await redis.loop.await { _, done in
+                    let client = redis.client.value
+                    client.send(["PING"]) { first in
+                        client.send(["PING"]) { second in done([first, second]) }
+                    }
+                }
+                server.resume()
+                #expect(outcomes == [.failure(.timeout), .failure(.timeout)])
+                #expect(try await redis.value(["PING"]) == .status("PONG"))
+            }
+        }
+    }
+
     @Test func killedServerFailsFastThenReconnectsAfterRestart() async throws {
         try await RedisServer.withPrivate { server in
             let timeout = Duration.milliseconds(500)

@@ -67,10 +67,14 @@ final class ProxyFixture: @unchecked Sendable {
         return (try session.refresh().token, session.device)
     }
 
-    /// Claims as the gateway would mint them for this tenant, for a made-up device.
+    /// Claims as the gateway would mint them for this tenant, for a made-up device whose key is
+    /// on record (imported through the admin API): the proxy refuses tokens of unknown devices.
     func claims(now: Int64 = Int64(Date().timeIntervalSince1970)) -> [String: JSONValue] {
-        [
-            "iss": "https://attestgate.test", "aud": .string(appID), "sub": .string(Base64.encode((0..<32).map { _ in UInt8.random(in: 0...255) })),
+        let key = (try? P256.PrivateKey())!.publicKey
+        let keyID = Base64.encode(SHA256.hash(key.x963Representation))
+        _ = try? gateway.importKey(appID: appID, keyID: keyID, publicKey: Base64.encode(key.x963Representation), counter: 0)
+        return [
+            "iss": "https://attestgate.test", "aud": .string(appID), "sub": .string(keyID),
             "team_id": .string(teamID), "bundle_id": .string(bundleID), "iat": .integer(now), "nbf": .integer(now),
             "exp": .integer(now + 3600), "jti": .string(UUID().uuidString),
         ]

@@ -115,41 +115,31 @@ enum ProxyHandler {
         return token
     }
 
-    /// Refuses revoked devices. The in-memory set answers for every request; Redis is asked
-    /// only when this worker has not yet checked the token under the current subscription
-    /// epoch (see `RevocationWatcher`).
+    /// Refuses tokens of a device this worker heard was revoked; the device record itself is
+    /// checked in Redis with the `api` bucket (`admit`).
     private static func checkRevocation(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, token: VerifiedToken) {
         guard let keyID = token.keyID else { return context.fail(.tokenInvalid("the token names no device")) }
-        let revocations = context.services.revocations
-        guard !revocations.isRevoked(appID: tenant.appID, keyID: keyID) else { return context.fail(.deviceRevoked) }
-        let epoch = revocations.epoch
-        guard token.revocationCheckedEpoch != epoch else {
-            admit(context, tenant: tenant, proxy: proxy, token: token)
-            return
+        guard !context.services.revocations.isRevoked(appID: tenant.appID, keyID: keyID) else {
+            return context.fail(.deviceRevoked)
         }
-        revocations.checkStore(tenant: tenant, keyID: keyID) { result in
-            switch result {
-            case .success(true):
-                revocations.markRevoked(appID: tenant.appID, keyID: keyID)
-            case .success(false):
-                token.revocationCheckedEpoch = max(token.revocationCheckedEpoch, epoch)
-            case .failure:
-                // Fail open, unchecked: the next request with this token asks again.
-                context.services.metrics.increment("attestgate_revocation_check_errors_total")
-            }
-            // A revoke message may have arrived while the reply was on its way.
-            guard !revocations.isRevoked(appID: tenant.appID, keyID: keyID) else { return context.fail(.deviceRevoked) }
-            admit(context, tenant: tenant, proxy: proxy, token: token)
-        }
+        admit(context, tenant: tenant, proxy: proxy, token: token)
     }
 
     // MARK: 3. Admission
 
     /// Authentication passed (or the route needs none): the tenant `api` bucket decides, with
     /// `rate_limits.on_store_error` while Redis is down. Its `X-RateLimit-*` headers are copied
-    /// onto the proxied response too.
+    /// onto the proxied response too. With a token, the same script call checks the device
+    /// record: revoked or gone → 403 `forbidden`; Redis unreachable → `proxy
+    /// .unverified_token_policy` (`deny`: 503 `store_unavailable`).
     static func admit(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, token: VerifiedToken?) {
-        context.rateLimit(.api, tenant: tenant) {
+        guard let token, let keyID = token.keyID else {
+            context.rateLimit(.api, tenant: tenant) {
+                forward(context, tenant: tenant, proxy: proxy, token: token)
+            }
+            return
+        }
+        context.rateLimit(.api, tenant: tenant, deviceKey: RedisDeviceStore.deviceKey(tenant, keyID)) {
             forward(context, tenant: tenant, proxy: proxy, token: token)
         }
     }

@@ -2,53 +2,36 @@ import AGEventLoop
 import AGFormats
 import AGRedis
 
-/// What one worker knows about revoked devices, kept current from Redis.
+/// What one worker has heard about revoked devices, from the `ag:{cfg}:events` stream.
 ///
-/// How a revocation reaches proxied calls within a second on every instance, while the hot
-/// path stays one dictionary lookup:
-/// - The admin revoke sets `rev` = 1 and publishes `{"type":"revoke","appId","keyId"}` on
-///   `ag:events` in one script. Each worker holds its own subscription on its own loop and
-///   records the device here; every proxied request checks this set, cached token or not.
-///   One subscriber per worker (not one per instance shared under a lock) keeps the request
-///   path free of locks, at the price of one extra Redis connection per worker.
-/// - Pub/Sub has no backlog, so a token seen for the first time on this worker is checked
-///   once against Redis (`HGET … rev`: one round trip per new token, none for cached ones).
-/// - Messages published while the subscription was down are lost: every (re)connect bumps
-///   `epoch`, and a cached token checked under an older epoch is checked against Redis again
-///   on its next use.
-/// - When Redis cannot answer that check the request goes through (proxied traffic fails
-///   open, like its rate limit) and the token stays unchecked, so the next use asks again.
-///
-/// Entries are dropped once every token of the device that predates the revocation has
-/// expired (`retention`). Loop thread only.
+/// Not what keeps revoked tokens out: every proxied request with a token checks the device
+/// record in Redis, in the same script call as its `api` bucket (`AdmissionScripts
+/// .proxyAdmission`), so a revocation, a deleted record or a Redis that restarted empty is
+/// refused at once on every instance, with nothing to deliver and nothing to lose. This set
+/// is the fallback for the one case without that check: Redis unreachable and
+/// `proxy.unverified_token_policy: allow`; a device revoked before Redis went away is still
+/// refused then. Entries are dropped once every token of the device that predates the
+/// revocation has expired (`retention`). Loop thread only.
 final class RevocationWatcher: RevocationState {
     private var revoked: [String: ContinuousClock.Instant] = [:]
-    /// The worker's command connection, for the one-off checks of tokens not seen yet.
-    private let redis: RedisClient
-    /// Increases whenever the subscription (re)connects; see the type's comment.
-    private(set) var epoch = 0
-    private var subscriber: RedisSubscriber?
+    private var reader: EventStreamReader?
 
-    /// Subscribes to `channel` on `loop`; `retention` gives the current longest token lifetime
-    /// plus leeway, read when entries are pruned. `redis` answers `checkStore`.
-    init(url: RedisURL, loop: EventLoop, redis: RedisClient, channel: String, timeout: Duration, logger: any LogSink,
-         retention: @escaping () -> Duration) {
-        self.redis = redis
-        let subscriber = RedisSubscriber(url: url, loop: loop, channels: [channel], timeout: timeout) {
-            [weak self] message in
-            guard let self, let event = Self.deviceEvent(in: message.payload) else { return }
+    /// Reads the events stream on its own connection to `url`; `retention` gives the current
+    /// longest token lifetime plus leeway, read when entries are pruned.
+    init(url: RedisURL, loop: EventLoop, timeout: Duration, logger: any LogSink, retention: @escaping () -> Duration) {
+        reader = EventStreamReader(url: url, loop: loop, timeout: timeout, onEvents: { [weak self] entries in
+            guard let self else { return }
             self.prune(olderThan: retention())
-            if event.revoked {
-                self.markRevoked(appID: event.appID, keyID: event.keyID)
-            } else {
-                self.revoked[Self.key(event.appID, event.keyID)] = nil
+            for entry in entries {
+                guard let event = Self.deviceEvent(in: entry.json) else { continue }
+                if event.revoked {
+                    self.markRevoked(appID: event.appID, keyID: event.keyID)
+                } else {
+                    self.revoked[Self.key(event.appID, event.keyID)] = nil
+                }
+                logger.debug(event.revoked ? "revocation received" : "device key restored", [("tenant", .string(event.appID))])
             }
-            logger.debug(event.revoked ? "revocation received" : "device key restored", [("tenant", .string(event.appID))])
-        }
-        subscriber.onStateChange = { [weak self] state in
-            if state == .connected { self?.epoch += 1 }
-        }
-        self.subscriber = subscriber
+        }, onResume: {})
     }
 
     /// Whether the device `keyID` of `appID` is known to be revoked.
@@ -60,16 +43,10 @@ final class RevocationWatcher: RevocationState {
         revoked[Self.key(appID, keyID)] = .now
     }
 
-    func checkStore(tenant: Tenant, keyID: String, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
-        redis.send(["HGET", RedisDeviceStore.deviceKey(tenant, keyID), "rev"]) { result in
-            completion(RedisDeviceStore.store(result).map { $0.string == "1" })
-        }
-    }
-
-    /// Unsubscribes; must run on the loop before its `event_base` goes away.
+    /// Stops reading; must run on the loop before its `event_base` goes away.
     func close() {
-        subscriber?.close()
-        subscriber = nil
+        reader?.close()
+        reader = nil
     }
 
     private func prune(olderThan retention: Duration) {

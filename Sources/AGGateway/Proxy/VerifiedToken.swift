@@ -6,12 +6,10 @@ import AGPolicy
 /// A token whose signature verified, with what every later request needs from it; the
 /// per-worker `TokenCache` keeps these so a repeated token costs no signature check.
 ///
-/// Loop thread only (it is mutated in place when its revocation state is checked).
+/// Loop thread only (its injected headers are filled in at first use).
 @dynamicMemberLookup
 final class VerifiedToken {
     let verified: TokenClaims
-    /// `RevocationWatcher.epoch` when Redis last confirmed the device was not revoked; -1: never.
-    var revocationCheckedEpoch = -1
     /// Claim headers and payload header, computed at first use. One token belongs to one
     /// tenant and the cache is per snapshot, so the mapping cannot change under it.
     var injectedHeaders: [(name: String, value: String)]?

@@ -1,6 +1,12 @@
 import AGPolicy
 import AGRedis
 
+/// Why a bucket could not be decided in Redis (for the fallback's log line).
+private struct TakeFailure: Error {
+    let reason: String
+    init(_ reason: String) { self.reason = reason }
+}
+
 /// One bucket's decision, with the check it answers.
 public struct BucketDecision: Sendable, Hashable {
     public let check: BucketCheck
@@ -92,27 +98,113 @@ public final class RateLimiter: Limiter {
         self.onModeChange = onModeChange
     }
 
-    /// Takes a token from every bucket in `checks` (all or none) and completes exactly once on
-    /// the loop thread. When Redis is not connected, the completion runs before `check` returns.
+    /// Takes a token from every bucket in `checks`, or from none, and completes exactly once on
+    /// the loop thread (before `check` returns when Redis is not connected).
+    ///
+    /// Buckets in one cluster slot are decided by one script call, all or nothing. Buckets in
+    /// several slots (a tenant's and a client IP's) are taken in parallel, one call per slot;
+    /// when any refuses, the tokens the others took are given back (`AdmissionScripts.refund`).
+    /// So a refused request consumes no token once its refund has run; until then (one round
+    /// trip) the other bucket is one token lower for concurrent requests, and should Redis fail
+    /// before the refund lands, that token stays spent.
     public func check(_ checks: [BucketCheck], fallback: RateLimitFallback,
                       completion: @escaping (RateLimitOutcome) -> Void) {
         precondition(!checks.isEmpty, "a rate-limit check needs at least one bucket")
+        var groups: [[Int]] = []
+        var slots: [UInt16] = []
+        for (index, check) in checks.enumerated() {
+            let slot = HashSlot.slot(of: check.key)
+            if let group = slots.firstIndex(of: slot) {
+                groups[group].append(index)
+            } else {
+                slots.append(slot)
+                groups.append([index])
+            }
+        }
+        var replies: [(allowed: Bool, decisions: [TokenBucket.Decision])?] = Array(repeating: nil, count: groups.count)
+        var failure: String?
+        var outstanding = groups.count
+        let now = time.nowMicroseconds
+        for (number, group) in groups.enumerated() {
+            let members = group.map { checks[$0] }
+            take(members, now: now) { result in
+                switch result {
+                case .success(let reply): replies[number] = reply
+                case .failure(let error): failure = failure ?? error.reason
+                }
+                outstanding -= 1
+                guard outstanding == 0 else { return }
+                completion(self.settle(checks, groups, replies, failure: failure, fallback: fallback, now: now))
+            }
+        }
+    }
+
+    /// One script call for buckets of one slot.
+    private func take(_ checks: [BucketCheck], now: Int64,
+                      completion: @escaping (Result<(allowed: Bool, decisions: [TokenBucket.Decision]), TakeFailure>) -> Void) {
         let limits = checks.map(\.limitPerMinute)
         redis.evalScript(RateLimitScript.script, keys: checks.map(\.key),
-                         args: RateLimitScript.arguments(checks, now: time.nowMicroseconds)) { result in
+                         args: RateLimitScript.arguments(checks, now: now)) { result in
             switch result {
             case .success(let reply):
-                guard let (allowed, decisions) = RateLimitScript.decisions(from: reply, limits: limits) else {
-                    self.enterFallback(reason: "unexpected rate-limit script reply")
-                    completion(self.fallbackOutcome(checks, fallback))
-                    return
+                guard let decided = RateLimitScript.decisions(from: reply, limits: limits) else {
+                    return completion(.failure(TakeFailure("unexpected rate-limit script reply")))
                 }
-                self.leaveFallback()
-                completion(.combining(checks, allowed: allowed, decisions))
+                completion(.success(decided))
             case .failure(let error):
-                self.enterFallback(reason: error.description)
-                completion(self.fallbackOutcome(checks, fallback))
+                completion(.failure(TakeFailure(error.description)))
             }
+        }
+    }
+
+    /// Combines the per-slot replies; refunds what allowed groups took when the request is
+    /// refused or a group could not be decided.
+    private func settle(_ checks: [BucketCheck], _ groups: [[Int]],
+                        _ replies: [(allowed: Bool, decisions: [TokenBucket.Decision])?],
+                        failure: String?, fallback: RateLimitFallback, now: Int64) -> RateLimitOutcome {
+        let allowed = failure == nil && replies.allSatisfy { $0?.allowed == true }
+        if !allowed {
+            for (group, reply) in zip(groups, replies) where reply?.allowed == true {
+                for index in group { refund(checks[index], now: now) }
+            }
+        }
+        if let failure {
+            enterFallback(reason: failure)
+            return fallbackOutcome(checks, fallback)
+        }
+        leaveFallback()
+        var decisions = Array(repeating: TokenBucket.Decision(allowed: false, limit: 0, remaining: 0, resetAt: 0, retryAfter: 0),
+                              count: checks.count)
+        for (group, reply) in zip(groups, replies) {
+            for (position, index) in group.enumerated() { decisions[index] = reply!.decisions[position] }
+        }
+        return .combining(checks, allowed: allowed, decisions)
+    }
+
+    private func refund(_ check: BucketCheck, now: Int64) {
+        redis.evalScript(AdmissionScripts.refund, keys: [check.key], args: [String(now), String(check.limitPerMinute)]) { _ in }
+    }
+
+    /// The proxied request's device standing and buckets in one script call (see `Limiter`).
+    func admit(_ checks: [BucketCheck], deviceKey: String, fallback: RateLimitFallback,
+                      completion: @escaping (DeviceAdmission) -> Void) {
+        let limits = checks.map(\.limitPerMinute)
+        let args = RateLimitScript.arguments(checks, now: time.nowMicroseconds)
+        redis.evalScript(AdmissionScripts.proxyAdmission, keys: checks.map(\.key) + [deviceKey], args: args) { result in
+            if case .success(let reply) = result, let parts = reply.array, let word = parts.first?.string,
+               let standing = AdmissionScripts.DeviceStanding(rawValue: word) {
+                if standing != .active {
+                    self.leaveFallback()
+                    return completion(.refused(standing))
+                }
+                if parts.count == 2, let (allowed, decisions) = RateLimitScript.decisions(from: parts[1], limits: limits) {
+                    self.leaveFallback()
+                    return completion(.checked(.combining(checks, allowed: allowed, decisions)))
+                }
+            }
+            let reason = if case .failure(let error) = result { error.description } else { "unexpected admission script reply" }
+            self.enterFallback(reason: reason)
+            completion(.unverified(self.fallbackOutcome(checks, fallback)))
         }
     }
 

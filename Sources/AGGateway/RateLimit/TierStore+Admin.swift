@@ -1,36 +1,30 @@
 import AGConfig
+import AGPolicy
 import AGRedis
 
-/// The admin API's tier changes. Each one writes its hash and publishes the change on
-/// `ag:events` in one script call, so no instance can see the write without the announcement
-/// following; this instance's copy changes as soon as Redis confirms.
-///
-/// The two `ag:cfg:*` hashes hash to different Redis Cluster slots; like the combined rate-limit
-/// check, these scripts assume a single Redis (or a primary with replicas).
+/// The admin API's tier changes. Each one writes its hash and appends the change to the events
+/// stream in one script call (all three keys share the `{cfg}` slot), so no instance can see
+/// the write without the event following; this instance's copy changes as soon as Redis
+/// confirms.
 extension TierStore {
-    /// `ARGV`: appId, tier, `1` when this instance already knows the tier, channel, event.
-    /// Returns 0 without writing when the tier is unknown here and absent from `KEYS[2]`
-    /// (another instance may have just created it).
+    /// `KEYS`: tenant tiers, tier numbers, events stream. `ARGV`: appId, tier, `1` when this
+    /// instance already knows the tier, event. Returns 0 without writing when the tier is
+    /// unknown here and absent from `KEYS[2]` (another instance may have just created it).
     static let setTenantTierScript = RedisScript("""
         if ARGV[3] ~= '1' and redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then return 0 end
         redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-        redis.call('PUBLISH', ARGV[4], ARGV[5])
-        return 1
-        """)
+        """ + GatewayEvents.luaAppend(streamKey: 3, eventArgument: 4) + "return 1\n")
 
-    /// `ARGV`: appId, channel, event. Returns whether an override was removed.
+    /// `KEYS`: tenant tiers, events stream. `ARGV`: appId, event. Returns whether an override
+    /// was removed.
     static let clearTenantTierScript = RedisScript("""
         local removed = redis.call('HDEL', KEYS[1], ARGV[1])
-        redis.call('PUBLISH', ARGV[2], ARGV[3])
-        return removed
-        """)
+        """ + GatewayEvents.luaAppend(streamKey: 2, eventArgument: 2) + "return removed\n")
 
-    /// `ARGV`: tier name, numbers JSON, channel, event.
+    /// `KEYS`: tier numbers, events stream. `ARGV`: tier name, numbers JSON, event.
     static let setTierScript = RedisScript("""
         redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-        redis.call('PUBLISH', ARGV[3], ARGV[4])
-        return 1
-        """)
+        """ + GatewayEvents.luaAppend(streamKey: 2, eventArgument: 3) + "return 1\n")
 
     /// Moves a tenant to `tier` at runtime (`PUT /admin/v1/tenants/{appId}/tier`).
     ///
@@ -44,8 +38,8 @@ extension TierStore {
         }
         let event = Event.tenantTier(appID: appID, tier: tier)
         let known = tierExists(tier, fileTiers: fileTiers) ? "1" : "0"
-        redis.evalScript(Self.setTenantTierScript, keys: [Self.tenantTiersKey, Self.tierNumbersKey],
-                         args: [appID, tier, known, Self.eventsChannel, event.json]) { result in
+        redis.evalScript(Self.setTenantTierScript, keys: [Self.tenantTiersKey, Self.tierNumbersKey, Self.eventsStream],
+                         args: [appID, tier, known, event.json]) { result in
             switch result {
             case .failure(let error):
                 completion(.failure(.store(error)))
@@ -63,8 +57,8 @@ extension TierStore {
     public func clearTenantTier(appID: String, redis: RedisClient,
                                 completion: @escaping (Result<Bool, TierChangeError>) -> Void) {
         let event = Event.tenantTier(appID: appID, tier: nil)
-        redis.evalScript(Self.clearTenantTierScript, keys: [Self.tenantTiersKey],
-                         args: [appID, Self.eventsChannel, event.json]) { result in
+        redis.evalScript(Self.clearTenantTierScript, keys: [Self.tenantTiersKey, Self.eventsStream],
+                         args: [appID, event.json]) { result in
             switch result {
             case .failure(let error):
                 completion(.failure(.store(error)))
@@ -91,8 +85,8 @@ extension TierStore {
             return
         }
         let event = Event.tierNumbers(name: name, numbers: numbers)
-        redis.evalScript(Self.setTierScript, keys: [Self.tierNumbersKey],
-                         args: [name, numbers.json, Self.eventsChannel, event.json]) { result in
+        redis.evalScript(Self.setTierScript, keys: [Self.tierNumbersKey, Self.eventsStream],
+                         args: [name, numbers.json, event.json]) { result in
             switch result {
             case .failure(let error):
                 completion(.failure(.store(error)))

@@ -7,14 +7,17 @@ import Synchronization
 /// Runtime tier state of one instance, shared by its workers: the file's tiers (from the
 /// snapshot) overlaid with the overrides operators set through the admin API.
 ///
-/// The overrides live in Redis (`ag:cfg:tenant-tier`: appId → tier name; `ag:cfg:tiers`: tier
-/// name → `TierNumbers` JSON), so they reach every instance and survive restarts; this is the
-/// local copy `TierSync` keeps current. Reads take an uncontended mutex for a few dictionary
+/// The overrides live in Redis (`ag:{cfg}:tenant-tier`: appId → tier name; `ag:{cfg}:tiers`:
+/// tier name → `TierNumbers` JSON), so they reach every instance and survive restarts; this is
+/// the local copy `TierSync` keeps current. The `{cfg}` hash tag keeps both hashes and the
+/// events stream in one cluster slot, so one script changes a hash and records the event. Reads take an uncontended mutex for a few dictionary
 /// lookups.
 public final class TierStore: Sendable {
-    public static let tenantTiersKey = "ag:cfg:tenant-tier"
-    public static let tierNumbersKey = "ag:cfg:tiers"
-    public static let eventsChannel = GatewayEvents.channel
+    public static let tenantTiersKey = "ag:{cfg}:tenant-tier"
+    public static let tierNumbersKey = "ag:{cfg}:tiers"
+    public static let eventsStream = GatewayEvents.stream
+    /// Where versions before the cluster support kept the hashes; `migrateLegacyKeys` moves them.
+    public static let legacyKeys = [("ag:cfg:tenant-tier", tenantTiersKey), ("ag:cfg:tiers", tierNumbersKey)]
 
     /// The overrides as stored in Redis.
     public struct Overrides: Sendable, Hashable {
@@ -86,7 +89,7 @@ public final class TierStore: Sendable {
 
     // MARK: Events
 
-    /// A change announced on `ag:events`.
+    /// A change recorded on the events stream.
     public enum Event: Sendable, Hashable {
         /// A tenant's override was set (`tier`) or removed (nil).
         case tenantTier(appID: String, tier: String?)
@@ -95,7 +98,7 @@ public final class TierStore: Sendable {
 
         /// Parses `{"type":"tenant-tier","appId":…,"tier":… or null}` or
         /// `{"type":"tiers","tier":…,"numbers":{…}}`; nil for anything else (other event types
-        /// share the channel).
+        /// share the stream).
         public init?(json: some Collection<UInt8>) {
             guard let value = try? JSONValue(parsing: json), let type = value["type"]?.stringValue else { return nil }
             switch type {
@@ -181,7 +184,28 @@ public final class TierStore: Sendable {
         }
     }
 
+    /// Moves hashes written by a version before the cluster support (`ag:cfg:*`) to their
+    /// `{cfg}` names, unless those exist already. Not on a cluster, where the old scripts could
+    /// not have run (and a rename across slots cannot). Completes with whether Redis answered
+    /// both (an error reply such as "no such key", the usual case, counts as answered).
+    public static func migrateLegacyKeys(on redis: RedisClient, completion: @escaping (Bool) -> Void) {
+        guard case .cluster = redis.url.topology else {
+            var left = legacyKeys.count
+            var answered = true
+            for (old, new) in legacyKeys {
+                redis.send(["RENAMENX", old, new]) { result in
+                    if case .failure(let error) = result, !error.isServerReply { answered = false }
+                    left -= 1
+                    if left == 0 { completion(answered) }
+                }
+            }
+            return
+        }
+        completion(true)
+    }
+
     /// Replaces the overrides with what Redis holds; completes with the ignored entries.
+    /// (Run `migrateLegacyKeys` first on a deployment upgraded from `ag:cfg:*` hashes.)
     public func load(from redis: RedisClient, completion: @escaping (Result<[String], RedisError>) -> Void) {
         Self.fetch(from: redis) { result in
             completion(result.map { fetched in

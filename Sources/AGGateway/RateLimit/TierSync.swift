@@ -5,11 +5,13 @@ import AGRedis
 /// Keeps an instance's `TierStore` in step with Redis, on the control loop.
 ///
 /// Three paths, so a change made through any instance applies everywhere within a second:
-/// - every event on `ag:events` is applied at once and followed by a full re-read;
-/// - each time the subscription (re)connects, and each time the command connection does, both
-///   hashes are re-read, which catches changes published while this instance was not listening;
+/// - every tier event on the `ag:{cfg}:events` stream is applied at once and followed by a full
+///   re-read; the stream is read from the last id seen, so a dropped or frozen connection only
+///   delays events (`EventStreamReader`);
+/// - each time the stream reader (re)connects, and each time the command connection does, both
+///   hashes are re-read, which catches anything the stream no longer holds;
 /// - a re-read every `pollInterval` (one small script call), a safety net for changes written to
-///   Redis without an announcement.
+///   Redis by hand, without an event.
 ///
 /// Re-reads never overlap, and a re-read that an event overtook is discarded and repeated, so
 /// an older snapshot never replaces a newer event. Loop-thread only: create, use and close it
@@ -18,7 +20,8 @@ public final class TierSync {
     private let store: TierStore
     private let logger: Logger
     private let redis: RedisClient
-    private var subscriber: RedisSubscriber?
+    private var reader: EventStreamReader?
+    private var migrated = false
     private var pollTimer: EventTimer?
     private var reloadInFlight = false
     private var reloadAgain = false
@@ -30,8 +33,9 @@ public final class TierSync {
     /// Called on the loop after every successful re-read (tests and metrics).
     public var onReload: (() -> Void)?
 
-    /// Connects a command and a subscriber connection to `redisURL` and reads the overrides as
-    /// soon as either is up. `pollInterval` nil turns the polling safety net off.
+    /// Connects a command connection and a stream reader to `redisURL` and reads the overrides
+    /// as soon as either is up (after moving hashes an older version wrote under their
+    /// pre-cluster names). `pollInterval` nil turns the polling safety net off.
     public init(loop: EventLoop, redisURL: RedisURL, store: TierStore, logger: Logger, timeout: Duration = .seconds(1),
                 pollInterval: Duration? = .seconds(1)) {
         self.store = store
@@ -40,13 +44,11 @@ public final class TierSync {
         redis.onStateChange = { [unowned self] state in
             if state == .connected { reload() }
         }
-        subscriber = RedisSubscriber(url: redisURL, loop: loop, channels: [TierStore.eventsChannel],
-                                     timeout: timeout) { [unowned self] message in
-            received(message)
-        }
-        subscriber?.onStateChange = { [unowned self] state in
-            if state == .connected { reload() }
-        }
+        reader = EventStreamReader(url: redisURL, loop: loop, timeout: timeout, onEvents: { [unowned self] entries in
+            received(entries)
+        }, onResume: { [unowned self] in
+            reload()
+        })
         if let pollInterval {
             let timer = EventTimer(loop: loop) { [unowned self] in
                 reload()
@@ -63,15 +65,15 @@ public final class TierSync {
         closed = true
         pollTimer?.cancel()
         pollTimer = nil
-        subscriber?.close()
-        subscriber = nil
+        reader?.close()
+        reader = nil
         redis.close()
     }
 
-    private func received(_ message: RedisMessage) {
-        if let event = TierStore.Event(json: message.payload) {
-            store.apply(event: event)
-        }
+    private func received(_ entries: [EventStreamReader.Entry]) {
+        let events = entries.compactMap { TierStore.Event(json: $0.json) }
+        guard !events.isEmpty else { return }
+        for event in events { store.apply(event: event) }
         reload()
     }
 
@@ -85,6 +87,17 @@ public final class TierSync {
         }
         reloadInFlight = true
         reloadAgain = false
+        guard migrated else {
+            TierStore.migrateLegacyKeys(on: redis) { [weak self] answered in
+                guard let self, !closed else { return }
+                reloadInFlight = false
+                // Not answered: Redis is down; the next (re)connect tries again.
+                guard answered else { return }
+                migrated = true
+                reload()
+            }
+            return
+        }
         TierStore.fetch(from: redis) { [weak self] result in
             guard let self, !closed else { return }
             reloadInFlight = false

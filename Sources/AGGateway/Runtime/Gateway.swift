@@ -84,9 +84,10 @@ final class GatewayShared: Sendable {
 }
 
 extension RedisConfig {
-    /// Health-check timeout of pub/sub connections: a request path's tight `redis.timeout` would
-    /// make a busy Redis tear subscriptions down and rebuild them, for no gain.
-    var subscriptionTimeout: Duration { max(timeout * 4, .seconds(1)) }
+    /// Timeout of the background connections (events stream readers, tier sync, clock
+    /// alignment): a request path's tight `redis.timeout` would make a busy Redis tear them
+    /// down and rebuild them, for no gain.
+    var backgroundTimeout: Duration { max(timeout * 4, .seconds(1)) }
 }
 
 /// Reads the admin bearer token: the environment variable wins over the file.
@@ -211,11 +212,11 @@ public final class Gateway: Sendable {
             }
             control.register(watcher)
             let tierSync = TierSync(loop: control, redisURL: gateway.redis.url, store: shared.tierStore, logger: logger,
-                                    timeout: gateway.redis.subscriptionTimeout)
+                                    timeout: gateway.redis.backgroundTimeout)
             control.register(tierSync)
             if let aligned {
                 control.register(RedisClockAlignment(loop: control, url: gateway.redis.url, time: aligned,
-                                                     timeout: gateway.redis.subscriptionTimeout))
+                                                     timeout: gateway.redis.backgroundTimeout))
             }
         }
         logger.info("attestgate serving", [

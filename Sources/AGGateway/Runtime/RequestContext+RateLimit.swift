@@ -36,6 +36,33 @@ extension RequestContext {
         }
     }
 
+    /// `rateLimit` for a request with a token: the device record `deviceKey` is checked in the
+    /// same script call. A revoked or missing record is refused like a revocation; when Redis
+    /// cannot answer, `proxy.unverified_token_policy` decides (`deny`: 503).
+    func rateLimit(_ route: RateLimitedRoute, tenant: Tenant, deviceKey: String, next: @escaping () -> Void) {
+        let checks = route.checks(tenant: tenant.bucketKeys, clientIP: { clientIP }, tier: effectiveTier(tenant),
+                                  ipLimits: snapshot.gateway.ipLimits)
+        services.limiter.admit(checks, deviceKey: deviceKey, fallback: route.fallback(snapshot.gateway.rateLimits)) { [self] admission in
+            switch admission {
+            case .refused(let standing):
+                services.metrics.increment(standing == .revoked ? "attestgate_proxy_refused_devices_total{reason=\"revoked\"}"
+                                                                : "attestgate_proxy_refused_devices_total{reason=\"unknown\"}")
+                fail(.deviceRevoked)
+            case .checked(let outcome):
+                if admit(outcome, tenant: tenant) { next() }
+            case .unverified(let outcome):
+                switch snapshot.gateway.proxy.unverifiedTokenPolicy {
+                case .deny:
+                    services.metrics.increment("attestgate_unverified_tokens_total{policy=\"deny\"}")
+                    storeFailed(StoreFailure(description: "device record unreadable"))
+                case .allow:
+                    services.metrics.increment("attestgate_unverified_tokens_total{policy=\"allow\"}")
+                    if admit(outcome, tenant: tenant) { next() }
+                }
+            }
+        }
+    }
+
     /// Applies a rate-limit outcome: adds its headers, answers 429 or 503 itself when the
     /// request may not go on, and says whether it may.
     func admit(_ outcome: RateLimitOutcome, tenant: Tenant) -> Bool {

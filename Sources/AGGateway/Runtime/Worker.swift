@@ -31,8 +31,7 @@ final class Worker {
         redis = RedisClient(url: snapshot.gateway.redis.url, loop: loop, timeout: snapshot.gateway.redis.timeout)
         upstreams = UpstreamPool(loop: loop)
         let snapshots = shared.snapshots
-        revocations = RevocationWatcher(url: snapshot.gateway.redis.url, loop: loop, redis: redis,
-                                        channel: GatewayEvents.channel, timeout: snapshot.gateway.redis.subscriptionTimeout,
+        revocations = RevocationWatcher(url: snapshot.gateway.redis.url, loop: loop, timeout: snapshot.gateway.redis.backgroundTimeout,
                                         logger: shared.logger) {
             snapshots.snapshot.longestTokenLifetime
         }
@@ -40,7 +39,8 @@ final class Worker {
                                       logger: shared.logger) { mode in
             metrics.increment("attestgate_ratelimit_mode_switches_total{mode=\"\(mode.rawValue)\"}")
         }
-        let devices = RedisDeviceStore(redis: redis, time: shared.time)
+        let devices = RedisDeviceStore(redis: redis, time: shared.time, waitReplicas: snapshot.gateway.redis.waitReplicas,
+                                       waitTimeout: snapshot.gateway.redis.waitTimeout)
         let services = RouteServices(
             snapshots: shared.snapshots, time: shared.time, devices: devices, deviceAdmin: devices,
             challenges: RedisChallengeStore(redis: redis, time: shared.time),

@@ -1,15 +1,10 @@
 import AGHTTP
 
-/// What one worker knows about revoked devices (`RevocationWatcher` fed by `ag:events`), and
-/// the store lookup for a token it has not yet checked.
+/// What one worker has heard about revoked devices (`RevocationWatcher`, fed by the events
+/// stream); the device record itself is checked with every proxied request's bucket.
 protocol RevocationState: AnyObject {
-    /// Increases whenever the feed may have missed events; a token checked under an older
-    /// epoch is checked against the store again.
-    var epoch: Int { get }
+    /// Known revoked from the events stream; consulted when the device record cannot be.
     func isRevoked(appID: String, keyID: String) -> Bool
-    func markRevoked(appID: String, keyID: String)
-    /// Asks the store whether the device is revoked (true) or not (false).
-    func checkStore(tenant: Tenant, keyID: String, completion: @escaping (Result<Bool, StoreFailure>) -> Void)
 }
 
 /// Sends an admitted request upstream and streams the answer back (`UpstreamForwarder`).

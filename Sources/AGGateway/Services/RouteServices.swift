@@ -52,6 +52,20 @@ protocol Limiter: AnyObject {
     func check(_ checks: [BucketCheck], fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
     /// Takes one token of `check` from this worker's lease of it (the proxied `api` bucket).
     func lease(_ check: BucketCheck, fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
+    /// A proxied request with a token: the device record `deviceKey` must exist and not be
+    /// revoked, then `checks` decide; one round trip. Completes exactly once on the loop thread.
+    func admit(_ checks: [BucketCheck], deviceKey: String, fallback: RateLimitFallback,
+               completion: @escaping (DeviceAdmission) -> Void)
+}
+
+/// What `Limiter.admit` found.
+enum DeviceAdmission: Equatable {
+    /// The device record says revoked, or is gone: refuse like a revocation. No token taken.
+    case refused(AdmissionScripts.DeviceStanding)
+    /// The device is in good standing; the buckets decided.
+    case checked(RateLimitOutcome)
+    /// Redis could not answer: the device is unchecked, the buckets followed their fallback.
+    case unverified(RateLimitOutcome)
 }
 
 /// Issues single-use challenges.

@@ -2,14 +2,19 @@ import AGFormats
 import AGPolicy
 import AGRedis
 
-/// The admin API's device calls on Redis. Revocations and re-imports change the record and
-/// announce it on `ag:events` in one script, so no instance sees one without the other.
+/// The admin API's device calls on Redis. A revocation or re-import changes the record (the
+/// truth every proxied request checks), then appends an event to the events stream for the
+/// instances' local revoked sets. The record lives in the tenant's cluster slot and the stream
+/// in `{cfg}`'s, so these are two commands; an event lost between them (Redis failing at
+/// that instant) only leaves an instance's fallback set behind, never a token admitted.
 extension RedisDeviceStore: DeviceAdministration {
     func importKey(_ key: ImportedDeviceKey, completion: @escaping (Result<Void, StoreFailure>) -> Void) {
         let event = GatewayEvents.device("restore", appID: key.tenant.appID, keyID: key.keyID)
+        let redis = self.redis
         redis.evalScript(DeviceScripts.importKey, keys: [Self.deviceKey(key.tenant, key.keyID)],
-                         args: [String(time.nowMicroseconds), Base64.encode(key.publicKey), String(key.counter), key.environment,
-                                GatewayEvents.channel, event]) { result in
+                         args: [String(time.nowMicroseconds), Base64.encode(key.publicKey), String(key.counter),
+                                key.environment]) { result in
+            if case .success = result { redis.send(GatewayEvents.append(event)) { _ in } }
             completion(Self.store(result).map { _ in () })
         }
     }
@@ -28,8 +33,10 @@ extension RedisDeviceStore: DeviceAdministration {
 
     func revoke(tenant: Tenant, keyID: String, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
         let event = GatewayEvents.device("revoke", appID: tenant.appID, keyID: keyID)
+        let redis = self.redis
         redis.evalScript(DeviceScripts.revoke, keys: [Self.deviceKey(tenant, keyID)],
-                         args: [String(time.nowMicroseconds), GatewayEvents.channel, event]) { result in
+                         args: [String(time.nowMicroseconds)]) { result in
+            if case .success(let reply) = result, reply.int == 1 { redis.send(GatewayEvents.append(event)) { _ in } }
             completion(Self.store(result).map { $0.int == 1 })
         }
     }

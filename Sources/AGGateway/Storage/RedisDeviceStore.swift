@@ -13,10 +13,15 @@ import AGRedis
 final class RedisDeviceStore: DeviceRecords {
     let redis: RedisClient
     let time: any TimeSource
+    /// `redis.wait_replicas` / `redis.wait_timeout`: the commit scripts' writes (and, since a
+    /// replica acknowledges a replication offset, everything this connection wrote before them,
+    /// the spent challenge included) must reach this many replicas before the answer.
+    let confirmation: (replicas: Int, within: Duration)
 
-    init(redis: RedisClient, time: any TimeSource) {
+    init(redis: RedisClient, time: any TimeSource, waitReplicas: Int = 0, waitTimeout: Duration = .zero) {
         self.redis = redis
         self.time = time
+        confirmation = (waitReplicas, waitTimeout)
     }
 
     /// Month keys outlive their month by a few days so usage can still be read.
@@ -77,7 +82,8 @@ final class RedisDeviceStore: DeviceRecords {
         let subjectKey = (request.subjectID ?? request.knownSubjectID).map { Self.subjectKey(tenant, $0) } ?? deviceKey
         redis.evalScript(DeviceScripts.commitRefresh, keys: [deviceKey, Self.madKey(tenant, month), subjectKey],
                          args: [String(now), request.keyID, String(request.expectedCounter), String(request.newCounter),
-                                request.subjectID ?? "", String(Self.monthKeyTTL)]) { result in
+                                request.subjectID ?? "", String(Self.monthKeyTTL)],
+                         confirmedBy: confirmation.replicas, within: confirmation.within) { result in
             completion(Self.commitOutcome(result, script: "refresh commit"))
         }
     }
@@ -115,7 +121,8 @@ final class RedisDeviceStore: DeviceRecords {
         let subjectKey = (request.subjectID ?? request.knownSubjectID).map { Self.subjectKey(tenant, $0) } ?? deviceKey
         redis.evalScript(DeviceScripts.commitAttestation, keys: [deviceKey, Self.madKey(tenant, month), subjectKey],
                          args: [String(now), request.keyID, Base64.encode(request.publicKey), request.environment,
-                                Base64.encode(request.receipt), request.subjectID ?? "", String(Self.monthKeyTTL)]) { result in
+                                Base64.encode(request.receipt), request.subjectID ?? "", String(Self.monthKeyTTL)],
+                         confirmedBy: confirmation.replicas, within: confirmation.within) { result in
             completion(Self.commitOutcome(result, script: "attestation commit"))
         }
     }

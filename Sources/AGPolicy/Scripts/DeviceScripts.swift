@@ -92,21 +92,18 @@ public enum DeviceScripts {
         return now
         """)
 
-    /// Marks a device revoked and announces it on `ag:events`, so every instance drops the
-    /// device's cached tokens. KEYS: device hash. ARGV: now, channel, event. 0 = no such device.
+    /// Marks a device revoked: from the next request on, refresh answers 403 and every proxied
+    /// token of the device is refused (`AdmissionScripts.proxyAdmission` reads `rev`).
+    /// KEYS: device hash. ARGV: now. 0 = no such device.
     public static let revoke = RedisScript(LuaFragments.now + """
         if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
         redis.call('HSET', KEYS[1], 'rev', '1')
-        redis.call('PUBLISH', ARGV[2], ARGV[3])
         return 1
         """)
 
-    /// Stores an imported device key (not revoked) and announces it, so instances that had the
-    /// device in their revoked set forget it. KEYS: device hash. ARGV: now, pk, counter, env,
-    /// channel, event.
+    /// Stores an imported device key (not revoked). KEYS: device hash. ARGV: now, pk, counter, env.
     public static let importKey = RedisScript(LuaFragments.now + """
         redis.call('HSET', KEYS[1], 'pk', ARGV[2], 'ctr', ARGV[3], 'rev', '0', 'env', ARGV[4], 'created', now)
-        redis.call('PUBLISH', ARGV[5], ARGV[6])
         return 1
         """)
 }

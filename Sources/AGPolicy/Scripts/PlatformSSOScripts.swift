@@ -22,15 +22,12 @@ public enum PlatformSSOScripts {
     /// How long family and token keys outlive the family's absolute expiry (ms).
     public static let keepAfterExpiryMilliseconds: Int64 = 86_400_000
 
-    /// Stores a fresh server nonce with its issue time unless it exists.
+    /// Stores a fresh server nonce with its issue time unless it exists: the challenge script
+    /// (`DeviceScripts.issueChallenge`), a nonce being single-use the same way.
     ///
     /// KEYS: nonce. ARGV: now, keep ms (twice the nonce ttl). Reply: the issue time (ms), or -1 on
     /// a collision.
-    public static let issueNonce = RedisScript(LuaFragments.now + """
-        local ok = redis.call('SET', KEYS[1], now, 'PX', ARGV[2], 'NX')
-        if not ok then return -1 end
-        return now
-        """)
+    public static let issueNonce = DeviceScripts.issueChallenge
 
     /// The refresh's first round trip, before the signature check: the tenant `attest` bucket,
     /// then the device record. Changes nothing but the bucket.

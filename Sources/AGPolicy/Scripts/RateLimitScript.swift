@@ -14,10 +14,9 @@ import AGRedis
 /// - Reply: `{allowed, then per bucket: hadToken, remaining, resetAt, retryAfter}` (integers;
 ///   `retryAfter` is 0 unless the request is refused and this bucket is empty).
 ///
-/// Tenant keys (`ag:{APPID}:rl:…`) and IP keys (`ag:ip:{IP}:rl:…`) hash to different cluster
-/// slots: one call spanning both works on a single Redis (or a primary with replicas), while
-/// Redis Cluster would reject it with CROSSSLOT and needs one call per key instead, giving up
-/// the all-or-nothing take.
+/// Every key of one call must share a cluster slot. Tenant keys (`ag:{APPID}:rl:…`) and IP
+/// keys (`ag:ip:{IP}:rl:…`) do not, so `RateLimiter` sends one call per slot and gives a
+/// refused request its tokens back with `AdmissionScripts.refund`.
 public enum RateLimitScript {
     public static let source = LuaFragments.now + takeFunction + "return take_buckets(now_us, KEYS, ARGV, 2)\n"
 

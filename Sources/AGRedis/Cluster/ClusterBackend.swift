@@ -55,8 +55,9 @@ final class ClusterBackend: RedisBackend {
         guard state != .closed else { return }
         setState(.closed)
         refresh.timer = nil
-        refresh.seedConnection?.close()
+        let seed = refresh.seedConnection
         refresh.seedConnection = nil
+        seed?.close()
         let open = nodes.values
         nodes = [:]
         for connection in open { connection.close() }
@@ -93,7 +94,7 @@ final class ClusterBackend: RedisBackend {
             connection.send(.strings(["ASKING"]), deadline: command.deadline) { _ in }
         }
         let queried = endpoint.host
-        connection.send(command.arguments, deadline: command.deadline) { [weak self] result in
+        connection.send(command) { [weak self] result in
             guard let self, self.state != .closed else {
                 command.completion(result)
                 return

@@ -110,6 +110,33 @@ final class RedisConnection {
         write(arguments, deadline: deadline, on: context, completion: completion)
     }
 
+    /// Writes a caller's command; with a confirmation, `WAIT` follows on this connection and the
+    /// command's reply is passed on only once enough replicas acknowledged everything this
+    /// connection wrote (else `.unavailable`: the write happened on the primary but may be lost
+    /// in a failover). Error replies pass through unchanged (a MOVED is redirected as usual).
+    func send(_ command: RedisCommand, completion: @escaping (Result<RedisValue, RedisError>) -> Void) {
+        guard let confirmation = command.confirmation else {
+            send(command.arguments, deadline: command.deadline, completion: completion)
+            return
+        }
+        var reply: Result<RedisValue, RedisError>?
+        send(command.arguments, deadline: command.deadline) { reply = $0 }
+        let milliseconds = max(1, Int(confirmation.within / .milliseconds(1)))
+        send(.strings(["WAIT", String(confirmation.replicas), String(milliseconds)]), deadline: command.deadline) { waited in
+            guard let result = reply else { return completion(.failure(.unavailable("reply missing before WAIT"))) }
+            guard case .success = result else { return completion(result) }
+            switch waited {
+            case .success(let count) where (count.int ?? 0) >= Int64(confirmation.replicas):
+                completion(result)
+            case .success(let count):
+                completion(.failure(.unavailable(
+                    "write acknowledged by \(count.int ?? 0) of \(confirmation.replicas) replicas within \(milliseconds) ms")))
+            case .failure(let error):
+                completion(.failure(error))
+            }
+        }
+    }
+
     /// Disconnects for good: commands in flight complete with `.unavailable`, no reconnect.
     func close() {
         guard state != .closed else { return }
@@ -216,9 +243,10 @@ final class RedisConnection {
 
     private func deadlineTimerFired() {
         armedDeadline = nil
-        let next = commands.expire(now: .now)
-        if state == .closed { return }
-        if let next, armedDeadline.map({ next < $0 }) ?? true { armDeadlineTimer(for: next) }
+        let (expired, next) = commands.expired(now: .now)
+        if let next { armDeadlineTimer(for: next) }
+        // Completions may send (re-arming earlier), close or drop the connection.
+        for command in expired { command.complete(.failure(.timeout)) }
     }
 
     func assertOnLoopThread() {

@@ -53,7 +53,7 @@ final class SentinelBackend: RedisBackend {
             parked.park(command)
             return
         }
-        connection.send(command.arguments, deadline: command.deadline) { [weak self] result in
+        connection.send(command) { [weak self] result in
             guard let self, case .failure(.server(let message)) = result, message.hasPrefix("READONLY") else {
                 command.completion(result)
                 return

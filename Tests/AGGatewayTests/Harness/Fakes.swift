@@ -99,11 +99,16 @@ final class FakeChallenges: ChallengeIssuer {
 }
 
 /// Answers every check from in-process token buckets on the harness clock, like
-/// `LocalBuckets`; `unavailable` makes it behave like a limiter whose Redis is down.
+/// `LocalBuckets`; `unavailable` makes it behave like a limiter whose Redis is down. Device
+/// records named (by keyId) in `revoked` or `missing` are refused by `admit`.
 final class FakeLimiter: Limiter {
     let buckets: LocalBuckets
     var unavailable = false
+    var revoked: Set<String> = []
+    var missing: Set<String> = []
     private(set) var checked: [[BucketCheck]] = []
+    /// The device keys `admit` was asked about, in order.
+    private(set) var deviceChecks: [String] = []
 
     init(time: any TimeSource) {
         buckets = LocalBuckets(time: time)
@@ -124,6 +129,18 @@ final class FakeLimiter: Limiter {
 
     func lease(_ check: BucketCheck, fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void) {
         self.check([check], fallback: fallback, completion: completion)
+    }
+
+    func admit(_ checks: [BucketCheck], deviceKey: String, fallback: RateLimitFallback,
+               completion: @escaping (DeviceAdmission) -> Void) {
+        deviceChecks.append(deviceKey)
+        let keyID = String(deviceKey.split(separator: ":").last ?? "")
+        if unavailable {
+            return check(checks, fallback: fallback) { completion(.unverified($0)) }
+        }
+        if revoked.contains(keyID) { return completion(.refused(.revoked)) }
+        if missing.contains(keyID) { return completion(.refused(.unknown)) }
+        check(checks, fallback: fallback) { completion(.checked($0)) }
     }
 }
 
@@ -159,20 +176,10 @@ final class FakeTiers: TierAdministration {
 }
 
 final class FakeRevocations: RevocationState {
-    var epoch = 0
-    var revokedInStore: Set<String> = []
-    var storeDown = false
-    private var known: Set<String> = []
-    private(set) var storeChecks = 0
+    /// keyIds this worker "heard" were revoked.
+    var known: Set<String> = []
 
     func isRevoked(appID: String, keyID: String) -> Bool { known.contains(keyID) }
-
-    func markRevoked(appID: String, keyID: String) { known.insert(keyID) }
-
-    func checkStore(tenant: Tenant, keyID: String, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
-        storeChecks += 1
-        completion(storeDown ? .failure(StoreFailure(description: "down")) : .success(revokedInStore.contains(keyID)))
-    }
 }
 
 /// Stands in for the upstream: records what would be forwarded and answers 200.

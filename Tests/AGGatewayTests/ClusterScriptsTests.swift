@@ -1,0 +1,144 @@
+import AGConfig
+import AGEventLoop
+import AGFormats
+import AGPolicy
+import AGRedis
+import AGTestSupport
+import Foundation
+import Testing
+
+@testable import AGGateway
+
+/// Every Lua script of the gateway, run through the code that runs it in production, against
+/// the real 3+3 cluster of scripts/test (issue 13 item 3): a script whose keys spanned slots
+/// would be refused (CROSSSLOT, by the client before sending or by the node), and one touching
+/// a key of another node would fail on it.
+@Suite struct ClusterScriptsTests {
+    /// Every `RedisScript` the gateway defines, so a new one cannot be added without a run here.
+    static let all: [(String, RedisScript)] = [
+        ("rate limit", RateLimitScript.script), ("refund", AdmissionScripts.refund),
+        ("proxy admission", AdmissionScripts.proxyAdmission), ("prepare refresh", DeviceScripts.prepareRefresh),
+        ("commit refresh", DeviceScripts.commitRefresh), ("prepare attestation", DeviceScripts.prepareAttestation),
+        ("commit attestation", DeviceScripts.commitAttestation), ("issue challenge", DeviceScripts.issueChallenge),
+        ("revoke", DeviceScripts.revoke), ("import key", DeviceScripts.importKey), ("read tiers", TierStore.readScript),
+        ("set tenant tier", TierStore.setTenantTierScript), ("clear tenant tier", TierStore.clearTenantTierScript),
+        ("set tier", TierStore.setTierScript), ("api lease", RateLimitScript.lease),
+        // Platform SSO's scripts run on the cluster through the gateway (GatewayTopologyTests
+        // .platformSSORunsOn): their keys all carry the tenant's hash tag. Its nonce script is
+        // the challenge script.
+        ("psso prepare refresh", PlatformSSOScripts.prepareRefresh),
+        ("psso commit refresh", PlatformSSOScripts.commitRefresh), ("psso register", PlatformSSOScripts.registerDevice),
+        ("psso mint", PlatformSSOScripts.mintRefreshToken), ("psso revoke", PlatformSSOScripts.revokeDevice),
+    ]
+
+    @Test func theListIsComplete() throws {
+        var sources = URL(fileURLWithPath: #filePath)
+        while !FileManager.default.fileExists(atPath: sources.appendingPathComponent("Package.swift").path) {
+            sources.deleteLastPathComponent()
+        }
+        sources.appendPathComponent("Sources")
+        var definitions = 0
+        for case let file as String in FileManager.default.enumerator(atPath: sources.path)!
+        where file.hasSuffix(".swift") && !file.hasPrefix("AGRedis/") {
+            let text = try String(contentsOfFile: sources.path + "/" + file, encoding: .utf8)
+            definitions += text.components(separatedBy: "= RedisScript(").count - 1
+        }
+        #expect(definitions == Self.all.count)
+        let names = Dictionary(grouping: Self.all, by: \.1.sha1).values.filter { $0.count > 1 }.map { $0.map(\.0) }
+        #expect(names.isEmpty, "listed twice: \(names)")
+    }
+
+    @Test func everyScriptRunsOnTheClusterThroughItsCaller() async throws {
+        let tenant = try RouterHarness().tenant
+        try await RedisCluster.withShared { url in
+            try await TestEventLoop.with { loop in
+                let time = ManualTime()
+                let parts = await loop.make { base in
+                    let redis = RedisClient(url: url, loop: base, timeout: .seconds(2))
+                    let logger = Logger(level: .error, fileDescriptor: 2)
+                    return (redis: redis, devices: RedisDeviceStore(redis: redis, time: time),
+                            challenges: RedisChallengeStore(redis: redis, time: time),
+                            limiter: RateLimiter(redis: redis, localBuckets: LocalBuckets(time: time), time: time, logger: logger),
+                            tiers: TierStore())
+                }
+                @Sendable func run<T: Sendable>(_ body: @escaping @Sendable (@escaping @Sendable (T) -> Void) -> Void) async -> T {
+                    await loop.await { _, done in body(done) }
+                }
+                let keyID = Base64.encode([UInt8](repeating: UInt8.random(in: 0...255), count: 32))
+                // Challenges, then an attestation (prepare + commit) spending the first.
+                let first = try await run { done in parts.value.challenges.issue(tenant: tenant, ttl: .seconds(60)) { done($0) } }.get()
+                let second = try await run { done in parts.value.challenges.issue(tenant: tenant, ttl: .seconds(60)) { done($0) } }.get()
+                let prepared = try await run { done in
+                    parts.value.devices.prepareAttestation(AttestationPreparation(
+                        tenant: tenant, keyID: keyID, challenge: first.challenge, challengeTTL: .seconds(60),
+                        madLimit: .unlimited, grace: .seconds(60))) { done($0) }
+                }.get()
+                #expect(prepared == .ready(knownSubjectID: nil))
+                let attested = try await run { done in
+                    parts.value.devices.commitAttestation(AttestationCommit(
+                        tenant: tenant, keyID: keyID, publicKey: [4] + [UInt8](repeating: 1, count: 64), environment: "production",
+                        receipt: [1, 2, 3], subjectID: nil, knownSubjectID: nil)) { done($0) }
+                }.get()
+                guard case .committed = attested else { Issue.record("attestation commit: \(attested)"); return }
+                // A refresh (prepare with the tenant's attest bucket, commit) spending the second.
+                let ready = try await run { done in
+                    parts.value.devices.prepareRefresh(RefreshPreparation(
+                        tenant: tenant, keyID: keyID, challenge: second.challenge, challengeTTL: .seconds(60), madLimit: .unlimited,
+                        grace: .seconds(60), bucket: tenant.bucketKeys.check(.attest, limitPerMinute: 100))) { done($0) }
+                }.get()
+                guard case .ready(_, let counter, _) = ready.1 else { Issue.record("refresh prepare: \(ready)"); return }
+                let refreshed = try await run { done in
+                    parts.value.devices.commitRefresh(RefreshCommit(tenant: tenant, keyID: keyID, expectedCounter: counter,
+                                                                    newCounter: counter + 1, subjectID: nil, knownSubjectID: nil)) { done($0) }
+                }.get()
+                guard case .committed = refreshed else { Issue.record("refresh commit: \(refreshed)"); return }
+
+                // Buckets in two slots: taken by two calls, the refused request's token refunded.
+                let ip = BucketCheck.ip(IPAddress("203.0.113.\(Int.random(in: 1...254))")!, .challenge, limitPerMinute: 1)
+                let tenantBucket = tenant.bucketKeys.check(.challenge, limitPerMinute: 1000)
+                let checks = [tenantBucket, ip]
+                let allowed = await run { done in parts.value.limiter.check(checks, fallback: .refuse) { done($0) } }
+                let refused = await run { done in parts.value.limiter.check(checks, fallback: .refuse) { done($0) } }
+                guard case .allowed = allowed, case .limited(let bucket) = refused else {
+                    Issue.record("two-slot checks: \(allowed), \(refused)")
+                    return
+                }
+                #expect(bucket.check == ip)
+                #expect(await eventually { await run { done in parts.value.limiter.check([tenantBucket], fallback: .refuse) { done($0) } }
+                    .headers.first { $0.0 == "X-RateLimit-Remaining" }?.1 == "997" })
+
+                // The proxy's admission, then the admin calls on the same device.
+                let api = tenant.bucketKeys.check(.api, limitPerMinute: 1000)
+                let deviceKey = RedisDeviceStore.deviceKey(tenant, keyID)
+                let admitted = await run { done in parts.value.limiter.admit([api], deviceKey: deviceKey, fallback: .refuse) { done($0) } }
+                guard case .checked(.allowed) = admitted else { Issue.record("admission: \(admitted)"); return }
+                let leased = await run { done in parts.value.limiter.lease(api, fallback: .refuse) { done($0) } }
+                guard case .allowed = leased else { Issue.record("lease: \(leased)"); return }
+                let imported = keyID + "x"
+                try await run { done in
+                    parts.value.devices.importKey(ImportedDeviceKey(tenant: tenant, keyID: imported, publicKey: [4] + [UInt8](repeating: 2, count: 64),
+                                                                    counter: 7, environment: "production")) { done($0) }
+                }.get()
+                #expect(try await run { done in parts.value.devices.revoke(tenant: tenant, keyID: keyID) { done($0) } }.get())
+                #expect(await run { done in parts.value.limiter.admit([api], deviceKey: deviceKey, fallback: .refuse) { done($0) } }
+                    == .refused(.revoked))
+
+                // Tier administration and the read every instance does.
+                let store = await loop.submit { _ in parts.value.tiers }
+                let tierName = "cl\(UInt32.random(in: 0...UInt32.max))"
+                let numbers = TierNumbers(attest: 1, challenge: 2, api: 3, madLimit: .limited(4))
+                _ = try await run { done in
+                    store.setTier(name: tierName, numbers: numbers, fileTiers: RateTier.builtIn, redis: parts.value.redis) { done($0) }
+                }.get()
+                try await run { done in
+                    store.setTenantTier(appID: tenant.appID, tier: tierName, fileTiers: RateTier.builtIn, redis: parts.value.redis) { done($0) }
+                }.get()
+                #expect(try await run { done in store.clearTenantTier(appID: tenant.appID, redis: parts.value.redis) { done($0) } }.get())
+                let fetched = try await run { done in TierStore.fetch(from: parts.value.redis) { done($0.map(\.overrides)) } }.get()
+                #expect(fetched.tierNumbers[tierName] == numbers)
+                _ = await run { done in parts.value.redis.send(["HDEL", TierStore.tierNumbersKey, tierName]) { done($0) } }
+                await loop.submit { _ in parts.value.redis.close() }
+            }
+        }
+    }
+}
