@@ -49,7 +49,8 @@ public final class TestGateway: @unchecked Sendable {
     /// (a test CA certificate, for example).
     public init(redisURL: String = TestGateway.sharedRedisURL, tenants: [String: String], gatewayYAML: String = "",
                 files: [String: String] = [:],
-                workers: Int = 2, redisTimeout: String = "250ms", keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)]) throws {
+                workers: Int = 2, redisTimeout: String = "250ms", keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)],
+                time: (any TimeSource)? = nil) throws {
         directory = NSTemporaryDirectory() + "attestgate-test-" + UUID().uuidString
         let manager = FileManager.default
         try manager.createDirectory(atPath: directory + "/tenants", withIntermediateDirectories: true)
@@ -95,7 +96,7 @@ public final class TestGateway: @unchecked Sendable {
         let accessFD = open(directory + "/access.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
         gateway = try Gateway(configPath: directory + "/gateway.yaml",
                               logger: Logger(level: .debug, format: .json, fileDescriptor: logFD),
-                              accessLog: Logger(level: .info, format: .json, fileDescriptor: accessFD))
+                              accessLog: Logger(level: .info, format: .json, fileDescriptor: accessFD), time: time)
     }
 
     deinit {

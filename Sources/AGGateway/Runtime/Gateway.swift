@@ -25,6 +25,10 @@ final class GatewayShared: Sendable {
     let time: any TimeSource
     /// The in-process buckets `api` limiting falls back to while Redis is down (per instance).
     let localBuckets: LocalBuckets
+    /// The store epoch this instance remembers and the resets it noticed.
+    let storeEpoch = StoreEpoch()
+    /// The logger with repeated lines rate-limited (request paths, reconnect attempts).
+    let throttledLogger: ThrottledLogSink
     private let reloadGeneration: Mutex<Int>
 
     init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, accessLog: Logger, control: EventLoop,
@@ -36,6 +40,7 @@ final class GatewayShared: Sendable {
         self.snapshots = SnapshotStore(snapshot)
         self.metrics = MetricsRegistry()
         self.logger = logger
+        self.throttledLogger = ThrottledLogSink(base: logger, throttle: LogThrottle(time: time))
         self.control = control
         self.reloadGeneration = Mutex(snapshot.generation)
     }
@@ -212,6 +217,10 @@ public final class Gateway: Sendable {
                 control.register(RedisClockAlignment(loop: control, url: gateway.redis.url, time: aligned,
                                                      timeout: gateway.redis.subscriptionTimeout))
             }
+            control.register(StoreEpochWatch(loop: control, url: gateway.redis.url, timeout: gateway.redis.subscriptionTimeout,
+                                             epoch: shared.storeEpoch, time: shared.time, logger: shared.throttledLogger,
+                                             metrics: shared.metrics))
+            control.register(LogThrottleFlusher(loop: control, sink: shared.throttledLogger))
         }
         logger.info("attestgate serving", [
             ("listen", .string("\(gateway.server.listen.host):\(publicPort)")),
@@ -258,6 +267,8 @@ public final class Gateway: Sendable {
         control.execute {
             control.registered(TierSync.self)?.close()
             control.registered(RedisClockAlignment.self)?.close()
+            control.registered(StoreEpochWatch.self)?.close()
+            control.registered(LogThrottleFlusher.self)?.close()
             control.stop()
         }
     }
