@@ -292,6 +292,10 @@ extension TenantConfig {
     private static func decodePlatformSSO(_ field: ConfigField, routes: [RouteConfig],
                                           _ d: ConfigDecoder) -> PlatformSSOConfig? {
         guard let m = d.mapping(field, allowed: Keys.platformSSO) else { return nil }
+        // A key that is accepted must have its effect, or be refused (issue 9 item 1): nothing
+        // serves these endpoints until the Platform SSO wiring (branch psso2) lands. The keys
+        // are still checked, so the operator sees every other mistake too.
+        d.report(line: field.keyLine, path: field.path, "Platform SSO is not served yet: remove platform_sso (it would be accepted and do nothing)")
         let pathPrefix = m.required("path_prefix").flatMap { field -> String? in
             guard var prefix = decodePathPrefix(field, d) else { return nil }
             while prefix.count > 1, prefix.hasSuffix("/") { prefix.removeLast() }

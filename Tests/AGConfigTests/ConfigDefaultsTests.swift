@@ -105,7 +105,6 @@ import Testing
           timeouts: { read: 5s, write: 6s, idle: 2m, upstream_connect: 500ms, upstream_response: 1h }
           shutdown_grace: 0s
           trusted_proxies: [10.0.0.0/8, "fd00::/8"]
-          tls: { cert: Apple_App_Attestation_Root_CA.pem, key: ../.run/keys/dev-es256-1.pem }
         admin:
           listen: 10.1.2.3:9000
           token_env: ADMIN_TOKEN
@@ -151,11 +150,6 @@ import Testing
             custom_claims.limits.seats: X-Seats
           payload_header: false
           forward_authorization: true
-        platform_sso:
-          path_prefix: /psso/
-          client_id: psso-client
-          audience: https://idp.example.com
-          refresh_token_ttl: 30d
 
         """
 
@@ -174,8 +168,6 @@ import Testing
                 upstreamResponse: .seconds(3_600))),
             Row("server.shutdown_grace", g.server.shutdownGrace, Duration.zero),
             Row("server.trusted_proxies", g.server.trustedProxies.map(\.description), ["10.0.0.0/8", "fd00::/8"]),
-            Row("server.tls", g.server.tls, TLSFiles(certificateFile: conf + "Apple_App_Attestation_Root_CA.pem",
-                                                      keyFile: conf + "../.run/keys/dev-es256-1.pem")),
             Row("admin.listen", g.admin.listen.description, "10.1.2.3:9000"),
             Row("admin.token_file (env only)", g.admin.tokenFile, String?.none),
             Row("admin.token_env", g.admin.tokenEnvironmentVariable, "ADMIN_TOKEN"),
@@ -214,9 +206,6 @@ import Testing
             ]),
             Row("tenant forward.payload_header", t.forward.payloadHeader, String?.none),
             Row("tenant forward.forward_authorization", t.forward.forwardAuthorization, true),
-            Row("tenant platform_sso", t.platformSSO, PlatformSSOConfig(
-                pathPrefix: "/psso", clientID: "psso-client", audience: "https://idp.example.com",
-                idTokenTTL: .seconds(3_600), refreshTokenTTL: .seconds(30 * 86_400), nonceClaimName: "request_nonce")),
         ]
         for row in rows {
             #expect(row.actual == row.expected, "\(row.name)")

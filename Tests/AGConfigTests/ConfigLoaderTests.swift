@@ -32,7 +32,7 @@ import Testing
         let fixture = try ConfigFixture()
         try fixture.remove(".run/keys/dev-es256-1.pem")
         #expect(fixture.problems() == [
-            #"conf/gateway.yaml:67: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
+            #"conf/gateway.yaml:69: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
         ])
     }
 
@@ -160,13 +160,14 @@ import Testing
 
             """)], expected: [
             #"conf/gateway.yaml:5: tokens.keys[0].file: key file "conf/keys/missing.pem" does not exist"#,
+            "conf/gateway.yaml:7: server.tls: TLS is not implemented yet: the port would serve plain HTTP; terminate TLS in front of the gateway (a load balancer, nginx) and remove server.tls",
             "conf/gateway.yaml:7: server.tls.key: missing required key",
             #"conf/gateway.yaml:8: server.tls.cert: certificate file "conf/tls/cert.pem" does not exist"#,
             #"conf/gateway.yaml:10: app_attest.test_ca: test CA file "/nonexistent/test-ca.pem" does not exist"#,
             #"conf/gateway.yaml:12: admin.token_file: admin token file "conf/admin-token" does not exist"#,
         ]),
         BadCase(name: "default admin token file missing", files: [(".run/admin-token", nil)], expected: [
-            #"conf/gateway.yaml:41: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+            #"conf/gateway.yaml:43: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
         ]),
         BadCase(name: "an invalid token_env does not excuse a missing token file", files: [
             (".run/admin-token", nil),
@@ -340,6 +341,7 @@ import Testing
               nonce_claim_name: "request-nonce"
 
             """)], expected: [
+            "conf/tenants/example.yaml:4: platform_sso: Platform SSO is not served yet: remove platform_sso (it would be accepted and do nothing)",
             "conf/tenants/example.yaml:4: platform_sso.client_id: missing required key",
             #"conf/tenants/example.yaml:5: platform_sso.path_prefix: "/.well-known/psso" is under /.well-known, which the gateway serves itself"#,
             #"conf/tenants/example.yaml:7: platform_sso.nonce_claim_name: expected a claim name (letters, digits, _), got "request-nonce""#,

@@ -53,7 +53,7 @@ final class GatewayShared: Sendable {
             do throws(ConfigError) {
                 let config = try ConfigLoader.load(path: configPath)
                 let previous = snapshots.snapshot.gateway
-                for (name, old, new) in restartOnlySettings(previous, config.gateway) where old != new {
+                for (name, old, new) in Self.restartOnlySettings(previous, config.gateway) where old != new {
                     logger.warn("setting changed on reload takes effect after a restart", [("key", .string(name))])
                 }
                 let snapshot = try GatewaySnapshot(config: config, generation: generation + 1, adminToken: AdminToken.load(config.gateway))
@@ -77,12 +77,25 @@ final class GatewayShared: Sendable {
         }
     }
 
-    private func restartOnlySettings(_ a: GatewayConfig, _ b: GatewayConfig) -> [(String, String, String)] {
+    /// Settings read once, when the listeners, workers, connections and logger are built; a
+    /// reload that changes one says so instead of ignoring it silently.
+    static func restartOnlySettings(_ a: GatewayConfig, _ b: GatewayConfig) -> [(String, String, String)] {
         [
             ("server.listen", a.server.listen.description, b.server.listen.description),
             ("server.workers", String(a.server.workers), String(b.server.workers)),
+            // Each worker's HTTP servers take these when they start.
+            ("server.timeouts.read", "\(a.server.timeouts.read)", "\(b.server.timeouts.read)"),
+            ("server.timeouts.write", "\(a.server.timeouts.write)", "\(b.server.timeouts.write)"),
+            ("server.timeouts.idle", "\(a.server.timeouts.idle)", "\(b.server.timeouts.idle)"),
             ("admin.listen", a.admin.listen.description, b.admin.listen.description),
             ("redis.url", a.redis.url.description, b.redis.url.description),
+            // Every Redis connection is made with it.
+            ("redis.timeout", "\(a.redis.timeout)", "\(b.redis.timeout)"),
+            // The logger is built once; the access log switch (log.access_log) is read per request.
+            ("log.format", a.log.format.rawValue, b.log.format.rawValue),
+            ("log.level", a.log.level.rawValue, b.log.level.rawValue),
+            // A reload reads the new directory, but the watcher keeps watching the old one.
+            ("tenants_dir", a.tenantsDirectory, b.tenantsDirectory),
         ]
     }
 }
