@@ -54,10 +54,20 @@ let package = Package(
         .testTarget(name: "AGPlatformSSOTests", dependencies: ["AGPlatformSSO", "AGJOSE", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGPlatformSSO", "AGDevice", "AGCrypto", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGRedis", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevice"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGRedis", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevice", "AGYAML", "AGHTTP"]),
         .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP", "AGDevTools", "AGCrypto"]),
         .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGDevTools", "AGTestSupport", "AGAppAttest", "AGFormats", "AGCrypto"]),
         .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGPolicy", "AGDevTools", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
+
+        // Fuzz targets (issue 9): the library is built and replayed by the normal suite; the
+        // libFuzzer executable exists only when scripts/fuzz builds with AG_FUZZ=1 (see there).
+        .target(name: "AGFuzzTargets", dependencies: ["AGFormats", "AGCrypto", "AGJOSE", "AGAppAttest", "AGPlatformSSO", "AGConfig", "AGHTTP", "AGGateway", "AGDevice", "AGDevTools"]),
+        .testTarget(name: "AGFuzzTargetsTests", dependencies: ["AGFuzzTargets"]),
     ],
     swiftLanguageModes: [.v6]
 )
+
+if Context.environment["AG_FUZZ"] == "1" {
+    package.targets.append(.executableTarget(name: "attestgate-fuzz", dependencies: ["AGFuzzTargets"], path: "Fuzz/attestgate-fuzz"))
+    package.products.append(.executable(name: "attestgate-fuzz", targets: ["attestgate-fuzz"]))
+}

@@ -23,11 +23,14 @@ free_port() {
 }
 
 # Starts a redis-server on 127.0.0.1:$1 with its files in $2; waits until it answers.
+# With a third argument "persistent" (scripts/run) it keeps an append-only file in $2, fsynced
+# every second, so a restart keeps devices, revocations and tier overrides; without it (tests)
+# nothing is written to disk.
 start_redis() {
-    local port=$1 dir
+    local port=$1 dir persistence=(--save '' --appendonly no)
     dir=$(mkdir -p "$2" && cd "$2" && pwd)
-    mkdir -p "$dir"
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
+    [ "${3:-}" = "persistent" ] && persistence=(--save '' --appendonly yes --appendfsync everysec)
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" "${persistence[@]}" --maxmemory-policy noeviction \
         --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null
     for _ in $(seq 1 100); do
         redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
@@ -37,8 +40,10 @@ start_redis() {
     return 1
 }
 
+# Stops the redis-server start_redis started in $1 and waits (up to 10 s) until it has exited,
+# so its append-only file is complete and its port free.
 stop_redis() {
-    local dir
+    local dir pid
     dir=$(cd "$1" 2>/dev/null && pwd) || return 0
     [ -f "$dir/redis.pid" ] && stop_pid "$(cat "$dir/redis.pid")"
     return 0

@@ -1,4 +1,4 @@
-/// Why an App Attest assertion or attestation was refused.
+/// Why an App Attest attestation was refused (assertions have `AssertionError`).
 public enum AppAttestError: Error, Sendable, Equatable {
     /// The CBOR could not be decoded or lacks a required member of the right type.
     case malformedObject(String)
@@ -8,10 +8,6 @@ public enum AppAttestError: Error, Sendable, Equatable {
     case authenticatorDataTooShort
     /// The RP ID hash is not SHA-256 of the App ID.
     case rpIDHashMismatch
-    /// The ECDSA signature over the nonce does not verify with the stored key.
-    case invalidSignature
-    /// The assertion's counter is not greater than the stored counter (replay).
-    case counterNotIncreased(stored: UInt32, received: UInt32)
     /// `fmt` is not `apple-appattest`.
     case unsupportedFormat(String)
     /// The x5c chain does not lead to a trusted root at the verification time.

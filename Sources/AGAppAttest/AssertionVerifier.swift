@@ -6,6 +6,10 @@ internal import AGFormats
 /// Pure: no clock, no storage. The caller supplies the stored key and counter and must store
 /// the returned counter with a compare-and-set, so two concurrent assertions carrying the same
 /// counter cannot both succeed.
+///
+/// Order matters for what a refusal proves (`AssertionError.isSignedByStoredKey`): everything
+/// an outsider can get wrong is judged up to and including the signature; the RP ID hash and
+/// the counter are judged only on bytes the stored key signed.
 public enum AssertionVerifier {
     /// Verifies `assertion` (CBOR `{signature, authenticatorData}`) and returns its counter.
     ///
@@ -15,26 +19,32 @@ public enum AssertionVerifier {
     ///   - appID: `TEAMID.bundle.id`.
     ///   - previousCounter: the stored counter; the assertion's must be strictly greater.
     public static func verify(assertion: [UInt8], clientDataHash: [UInt8], publicKey: P256.PublicKey,
-                              appID: String, previousCounter: UInt32) throws(AppAttestError) -> UInt32 {
+                              appID: String, previousCounter: UInt32) throws(AssertionError) -> UInt32 {
         guard clientDataHash.count == SHA256.byteCount else { throw .invalidClientDataHash }
         let object: CBORValue
         do {
             object = try CBORDecoder(maximumDepth: 4).decode(assertion)
         } catch {
-            throw .malformedObject("assertion is not valid CBOR: \(error)")
+            throw .malformedAssertion("assertion is not valid CBOR: \(error)")
         }
         guard let signature = object["signature"]?.bytesValue else {
-            throw .malformedObject("assertion has no signature byte string")
+            throw .malformedAssertion("assertion has no signature byte string")
         }
         guard let authenticatorBytes = object["authenticatorData"]?.bytesValue else {
-            throw .malformedObject("assertion has no authenticatorData byte string")
+            throw .malformedAssertion("assertion has no authenticatorData byte string")
         }
-        let authenticatorData = try AuthenticatorData(authenticatorBytes)
+        let authenticatorData: AuthenticatorData
+        do {
+            authenticatorData = try AuthenticatorData(authenticatorBytes)
+        } catch {
+            throw .authenticatorDataTooShort
+        }
+        guard (try? P256.rawSignature(fromDER: signature)) != nil else { throw .signatureMalformed }
 
         // The device signs nonce = SHA256(authenticatorData || clientDataHash) with ECDSA-SHA256,
         // so the nonce is hashed once more by the scheme: it is the message, not a prehash.
         let nonce = SHA256.hash(authenticatorBytes, clientDataHash)
-        guard publicKey.isValidSignature(derSignature: signature, for: nonce) else { throw .invalidSignature }
+        guard publicKey.isValidSignature(derSignature: signature, for: nonce) else { throw .signatureInvalid }
 
         guard constantTimeEquals(Array(authenticatorData.rpIDHash), AppAttest.rpIDHash(appID: appID)) else {
             throw .rpIDHashMismatch

@@ -67,7 +67,11 @@ extension GatewayConfig {
             timeouts?[key].flatMap { d.duration($0) } ?? fallback
         }
         var tls: TLSFiles?
-        if let tlsMapping = sub(m?["tls"], Keys.tls, d) {
+        if let tlsField = m?["tls"], let tlsMapping = sub(tlsField, Keys.tls, d) {
+            // A key that is accepted must have its effect, or be refused (issue 9 item 1): until
+            // the TLS listener (branch http) lands, the port would serve plain HTTP.
+            d.report(line: tlsField.keyLine, path: tlsField.path, "TLS is not implemented yet: the port would serve plain HTTP; terminate TLS in front of "
+                + "the gateway (a load balancer, nginx) and remove server.tls")
             let cert = tlsMapping.required("cert").flatMap { files.existing($0, what: "certificate file") }
             let key = tlsMapping.required("key").flatMap { files.existing($0, what: "private key file") }
             if let cert, let key { tls = TLSFiles(certificateFile: cert, keyFile: key) }

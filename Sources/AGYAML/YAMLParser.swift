@@ -7,11 +7,16 @@ internal import CYAML
 private final class LibYAMLEventParser {
     private let parser: UnsafeMutablePointer<yaml_parser_t>
     private let file: String
+    /// Lines in the input (a last line without a newline counts). libyaml puts the end of a
+    /// stream that does not end in a newline on the line after it; a location never names a
+    /// line the file does not have.
+    private let lineCount: Int
 
     /// `input` must be non-empty and stay valid for the lifetime of the parser: callers create and
     /// drop the parser inside `withUnsafeBufferPointer`.
     init(input: UnsafeBufferPointer<UInt8>, file: String) throws(YAMLError) {
         self.file = file
+        lineCount = input.count { $0 == 0x0A } + 1
         parser = .allocate(capacity: 1)
         guard yaml_parser_initialize(parser) == 1 else {
             parser.deallocate()
@@ -37,7 +42,7 @@ private final class LibYAMLEventParser {
         }
         defer { yaml_event_delete(&event) }
         let location = YAMLLocation(file: file,
-                                    line: Int(event.start_mark.line) + 1,
+                                    line: line(event.start_mark),
                                     column: Int(event.start_mark.column) + 1)
         switch event.type {
         case YAML_STREAM_START_EVENT:
@@ -78,13 +83,17 @@ private final class LibYAMLEventParser {
     private func syntaxError() -> YAMLError {
         let state = parser.pointee
         let problem = state.problem.map { String(cString: $0) } ?? "malformed document"
-        let line = Int(state.problem_mark.line) + 1
         let column = Int(state.problem_mark.column) + 1
         var message = "invalid YAML: \(problem)"
         if let context = state.context.map({ String(cString: $0) }) {
-            message += " (\(context) at line \(Int(state.context_mark.line) + 1))"
+            message += " (\(context) at line \(line(state.context_mark)))"
         }
-        return YAMLError(location: YAMLLocation(file: file, line: line, column: column), message: message)
+        return YAMLError(location: YAMLLocation(file: file, line: line(state.problem_mark), column: column), message: message)
+    }
+
+    /// The 1-based line of `mark`, within the input.
+    private func line(_ mark: yaml_mark_t) -> Int {
+        min(Int(mark.line) + 1, lineCount)
     }
 
     private static func style(_ style: yaml_scalar_style_t) -> YAMLScalar.Style {

@@ -22,7 +22,7 @@ struct AssertionVerifierTests {
         let otherKey = try P256.PrivateKey().publicKey
         func verify(assertion: [UInt8] = vector.assertion, clientDataHash: [UInt8] = vector.clientDataHash,
                     publicKey: P256.PublicKey = vector.publicKey, appID: String = vector.appID,
-                    previousCounter: UInt32 = vector.previousCounter) throws(AppAttestError) -> UInt32 {
+                    previousCounter: UInt32 = vector.previousCounter) throws(AssertionError) -> UInt32 {
             try AssertionVerifier.verify(assertion: assertion, clientDataHash: clientDataHash, publicKey: publicKey,
                                          appID: appID, previousCounter: previousCounter)
         }
@@ -30,49 +30,115 @@ struct AssertionVerifierTests {
             encodeCBOR(replacing(key, in: object, with: value))
         }
 
-        #expect(throws: AppAttestError.counterNotIncreased(stored: vector.counter, received: vector.counter), "replay") {
+        #expect(throws: AssertionError.counterNotIncreased(stored: vector.counter, received: vector.counter), "replay") {
             try verify(previousCounter: vector.counter)
         }
-        #expect(throws: AppAttestError.counterNotIncreased(stored: vector.counter + 1, received: vector.counter), "lower") {
+        #expect(throws: AssertionError.counterNotIncreased(stored: vector.counter + 1, received: vector.counter), "lower") {
             try verify(previousCounter: vector.counter + 1)
         }
-        #expect(throws: AppAttestError.counterNotIncreased(stored: .max, received: vector.counter)) {
+        #expect(throws: AssertionError.counterNotIncreased(stored: .max, received: vector.counter)) {
             try verify(previousCounter: .max)
         }
-        #expect(throws: AppAttestError.rpIDHashMismatch, "wrong App ID") { try verify(appID: vector.appID + "x") }
-        #expect(throws: AppAttestError.rpIDHashMismatch, "bundle ID only") {
+        #expect(throws: AssertionError.rpIDHashMismatch, "wrong App ID") { try verify(appID: vector.appID + "x") }
+        #expect(throws: AssertionError.rpIDHashMismatch, "bundle ID only") {
             try verify(appID: String(vector.appID.split(separator: ".", maxSplits: 1)[1]))
         }
-        #expect(throws: AppAttestError.invalidSignature, "wrong key") { try verify(publicKey: otherKey) }
-        #expect(throws: AppAttestError.invalidClientDataHash) { try verify(clientDataHash: Array(vector.clientDataHash.dropLast())) }
-        #expect(throws: AppAttestError.invalidClientDataHash) { try verify(clientDataHash: []) }
-        #expect(throws: AppAttestError.authenticatorDataTooShort) {
+        #expect(throws: AssertionError.signatureInvalid, "wrong key") { try verify(publicKey: otherKey) }
+        #expect(throws: AssertionError.invalidClientDataHash) { try verify(clientDataHash: Array(vector.clientDataHash.dropLast())) }
+        #expect(throws: AssertionError.invalidClientDataHash) { try verify(clientDataHash: []) }
+        #expect(throws: AssertionError.authenticatorDataTooShort) {
             try verify(assertion: with("authenticatorData", .bytes(Array(authenticatorData.prefix(36)))))
         }
-        #expect(throws: AppAttestError.self, "signature missing") { try verify(assertion: with("signature", nil)) }
-        #expect(throws: AppAttestError.self, "authenticatorData missing") { try verify(assertion: with("authenticatorData", nil)) }
-        #expect(throws: AppAttestError.self, "signature as text") { try verify(assertion: with("signature", .text("x"))) }
-        #expect(throws: AppAttestError.self, "not a map") { try verify(assertion: encodeCBOR(.array([]))) }
+        #expect(throws: AssertionError.self, "signature missing") { try verify(assertion: with("signature", nil)) }
+        #expect(throws: AssertionError.self, "authenticatorData missing") { try verify(assertion: with("authenticatorData", nil)) }
+        #expect(throws: AssertionError.self, "signature as text") { try verify(assertion: with("signature", .text("x"))) }
+        #expect(throws: AssertionError.self, "not a map") { try verify(assertion: encodeCBOR(.array([]))) }
 
         // Re-encoding the untouched object must still verify (guards the variant builder itself).
         #expect(try verify(assertion: with("signature", .bytes(signature))) == vector.counter)
 
-        // One flipped bit anywhere in the signature, the authenticator data or the client data hash.
+        // One flipped bit anywhere in the signature, the authenticator data or the client data
+        // hash, and every truncation of the CBOR: refused, and never as signed by the stored key
+        // (an outsider can send any of these; they must not cost the device its record).
+        func expectUnsigned(_ comment: Comment, _ body: () throws(AssertionError) -> UInt32) {
+            do {
+                let counter = try body()
+                Issue.record("\(comment): accepted with counter \(counter)")
+            } catch {
+                #expect(!error.isSignedByStoredKey, "\(comment): \(error)")
+            }
+        }
         for bit in 0..<(signature.count * 8) {
-            #expect(throws: AppAttestError.self) { try verify(assertion: with("signature", .bytes(flippingBit(bit, of: signature)))) }
+            expectUnsigned("signature bit \(bit)") { () throws(AssertionError) in
+                try verify(assertion: with("signature", .bytes(flippingBit(bit, of: signature))))
+            }
         }
         for bit in 0..<(authenticatorData.count * 8) {
-            #expect(throws: AppAttestError.self) {
+            expectUnsigned("authenticator data bit \(bit)") { () throws(AssertionError) in
                 try verify(assertion: with("authenticatorData", .bytes(flippingBit(bit, of: authenticatorData))))
             }
         }
         for bit in 0..<(vector.clientDataHash.count * 8) {
-            #expect(throws: AppAttestError.invalidSignature) { try verify(clientDataHash: flippingBit(bit, of: vector.clientDataHash)) }
+            #expect(throws: AssertionError.signatureInvalid) { try verify(clientDataHash: flippingBit(bit, of: vector.clientDataHash)) }
         }
-        // Every truncation of the CBOR.
         for length in 0..<vector.assertion.count {
-            #expect(throws: AppAttestError.self) { try verify(assertion: Array(vector.assertion.prefix(length))) }
+            expectUnsigned("truncated to \(length)") { () throws(AssertionError) in
+                try verify(assertion: Array(vector.assertion.prefix(length)))
+            }
         }
+    }
+
+    @Test("each refusal says whether the stored key signed it", arguments: Vectors.assertions)
+    func refusalKinds(vector: Vectors.Assertion) throws {
+        let object = try CBORDecoder().decode(vector.assertion)
+        func verify(assertion: [UInt8] = vector.assertion, clientDataHash: [UInt8] = vector.clientDataHash,
+                    publicKey: P256.PublicKey = vector.publicKey, appID: String = vector.appID,
+                    previousCounter: UInt32 = vector.previousCounter) -> AssertionError? {
+            do {
+                _ = try AssertionVerifier.verify(assertion: assertion, clientDataHash: clientDataHash, publicKey: publicKey,
+                                                 appID: appID, previousCounter: previousCounter)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        func with(_ key: String, _ value: CBORValue?) -> [UInt8] { encodeCBOR(replacing(key, in: object, with: value)) }
+        // A structurally valid DER signature that the key never made (r = s = 1), and bytes that are no DER at all.
+        let foreignDER: [UInt8] = [0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01]
+        let cases: [(String, AssertionError?, Bool)] = [
+            ("genuine", verify(), false),
+            ("garbage signature bytes", verify(assertion: with("signature", .bytes([UInt8](repeating: 0xAB, count: 71)))), false),
+            ("DER signature the key never made", verify(assertion: with("signature", .bytes(foreignDER))), false),
+            ("empty signature", verify(assertion: with("signature", .bytes([]))), false),
+            ("another key", verify(publicKey: try P256.PrivateKey().publicKey), false),
+            ("client data hash of another challenge", verify(clientDataHash: [UInt8](repeating: 7, count: 32)), false),
+            ("short client data hash", verify(clientDataHash: [1, 2, 3]), false),
+            ("not CBOR", verify(assertion: [0xFF, 0x00]), false),
+            ("no signature", verify(assertion: with("signature", nil)), false),
+            ("wrong App ID", verify(appID: vector.appID + ".other"), true),
+            ("replayed counter", verify(previousCounter: vector.counter), true),
+            ("counter from the past", verify(previousCounter: .max), true),
+        ]
+        let expected: [String: AssertionError?] = [
+            "genuine": nil,
+            "garbage signature bytes": .signatureMalformed,
+            "DER signature the key never made": .signatureInvalid,
+            "empty signature": .signatureMalformed,
+            "another key": .signatureInvalid,
+            "client data hash of another challenge": .signatureInvalid,
+            "short client data hash": .invalidClientDataHash,
+            "wrong App ID": .rpIDHashMismatch,
+            "replayed counter": .counterNotIncreased(stored: vector.counter, received: vector.counter),
+            "counter from the past": .counterNotIncreased(stored: .max, received: vector.counter),
+        ]
+        for (name, error, signed) in cases {
+            if let want = expected[name] { #expect(error == want, "\(name)") }
+            if name != "genuine" { #expect(error != nil, "\(name) was accepted") }
+            #expect((error?.isSignedByStoredKey ?? false) == signed, "\(name): \(String(describing: error))")
+        }
+        #expect(verify(assertion: [0xFF, 0x00]).map { if case .malformedAssertion = $0 { true } else { false } } == true)
+        #expect(AssertionError.signatureInvalid.reason == "signature_invalid")
+        #expect(AssertionError.counterNotIncreased(stored: 1, received: 1).reason == "counter_not_increased")
     }
 
     @Test("authenticator data: flags are not checked, trailing extension data is allowed")
@@ -101,7 +167,7 @@ struct AssertionVerifierTests {
             (.text("signature"), .bytes(try device.signature(for: authenticatorData + clientDataHash))),
             (.text("authenticatorData"), .bytes(authenticatorData)),
         ]))
-        #expect(throws: AppAttestError.invalidSignature) {
+        #expect(throws: AssertionError.signatureInvalid) {
             try AssertionVerifier.verify(assertion: prehashSigned, clientDataHash: clientDataHash,
                                          publicKey: device.publicKey, appID: appID, previousCounter: 0)
         }

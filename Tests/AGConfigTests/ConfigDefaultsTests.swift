@@ -109,7 +109,6 @@ import Testing
           timeouts: { read: 5s, header: 3s, body_min_rate: 1000, body_rate_window: 2s, write: 6s, idle: 2m, upstream_connect: 500ms, upstream_response: 1h }
           shutdown_grace: 0s
           trusted_proxies: [10.0.0.0/8, "fd00::/8"]
-          tls: { cert: Apple_App_Attestation_Root_CA.pem, key: ../.run/keys/dev-es256-1.pem }
         admin:
           listen: 10.1.2.3:9000
           token_env: ADMIN_TOKEN
@@ -179,8 +178,6 @@ import Testing
                 upstreamResponse: .seconds(3_600))),
             Row("server.shutdown_grace", g.server.shutdownGrace, Duration.zero),
             Row("server.trusted_proxies", g.server.trustedProxies.map(\.description), ["10.0.0.0/8", "fd00::/8"]),
-            Row("server.tls", g.server.tls, TLSFiles(certificateFile: conf + "Apple_App_Attestation_Root_CA.pem",
-                                                      keyFile: conf + "../.run/keys/dev-es256-1.pem")),
             Row("admin.listen", g.admin.listen.description, "10.1.2.3:9000"),
             Row("admin.token_file (env only)", g.admin.tokenFile, String?.none),
             Row("admin.token_env", g.admin.tokenEnvironmentVariable, "ADMIN_TOKEN"),

@@ -32,7 +32,7 @@ import Testing
         let fixture = try ConfigFixture()
         try fixture.remove(".run/keys/dev-es256-1.pem")
         #expect(fixture.problems() == [
-            #"conf/gateway.yaml:79: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
+            #"conf/gateway.yaml:81: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
         ])
     }
 
@@ -184,13 +184,14 @@ import Testing
 
             """)], expected: [
             #"conf/gateway.yaml:5: tokens.keys[0].file: key file "conf/keys/missing.pem" does not exist"#,
+            "conf/gateway.yaml:7: server.tls: TLS is not implemented yet: the port would serve plain HTTP; terminate TLS in front of the gateway (a load balancer, nginx) and remove server.tls",
             "conf/gateway.yaml:7: server.tls.key: missing required key",
             #"conf/gateway.yaml:8: server.tls.cert: certificate file "conf/tls/cert.pem" does not exist"#,
             #"conf/gateway.yaml:10: app_attest.test_ca: test CA file "/nonexistent/test-ca.pem" does not exist"#,
             #"conf/gateway.yaml:12: admin.token_file: admin token file "conf/admin-token" does not exist"#,
         ]),
         BadCase(name: "default admin token file missing", files: [(".run/admin-token", nil)], expected: [
-            #"conf/gateway.yaml:45: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+            #"conf/gateway.yaml:47: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
         ]),
         BadCase(name: "an invalid token_env does not excuse a missing token file", files: [
             (".run/admin-token", nil),

@@ -67,30 +67,30 @@ func verifierRejections() throws {
     // Replaying the first assertion after the second was accepted.
     _ = try AssertionVerifier.verify(assertion: second, clientDataHash: secondHash, publicKey: key, appID: appID,
                                      previousCounter: 0)
-    #expect(throws: AppAttestError.counterNotIncreased(stored: 2, received: 1)) {
+    #expect(throws: AssertionError.counterNotIncreased(stored: 2, received: 1)) {
         try AssertionVerifier.verify(assertion: first, clientDataHash: firstHash, publicKey: key, appID: appID,
                                      previousCounter: 2)
     }
-    #expect(throws: AppAttestError.counterNotIncreased(stored: 2, received: 2)) {
+    #expect(throws: AssertionError.counterNotIncreased(stored: 2, received: 2)) {
         try AssertionVerifier.verify(assertion: second, clientDataHash: secondHash, publicKey: key, appID: appID,
                                      previousCounter: 2)
     }
-    #expect(throws: AppAttestError.rpIDHashMismatch) {
+    #expect(throws: AssertionError.rpIDHashMismatch) {
         try AssertionVerifier.verify(assertion: first, clientDataHash: firstHash, publicKey: key,
                                      appID: "ABCDE12345.com.example.other", previousCounter: 0)
     }
-    #expect(throws: AppAttestError.invalidSignature) {
+    #expect(throws: AssertionError.signatureInvalid) {
         try AssertionVerifier.verify(assertion: first, clientDataHash: firstHash, publicKey: other.privateKey.publicKey,
                                      appID: appID, previousCounter: 0)
     }
-    #expect(throws: AppAttestError.invalidSignature) {
+    #expect(throws: AssertionError.signatureInvalid) {
         try AssertionVerifier.verify(assertion: first, clientDataHash: secondHash, publicKey: key, appID: appID,
                                      previousCounter: 0)
     }
     // Flip a bit in the counter (the last byte of the encoding): the signature no longer covers it.
     var flipped = first
     flipped[flipped.count - 1] ^= 0x01
-    #expect(throws: AppAttestError.invalidSignature) {
+    #expect(throws: AssertionError.signatureInvalid) {
         try AssertionVerifier.verify(assertion: flipped, clientDataHash: firstHash, publicKey: key, appID: appID,
                                      previousCounter: 0)
     }

@@ -131,6 +131,43 @@ struct CBORDecoderTests {
     }
 }
 
+/// Maps as large as a request body allows: duplicate keys are found by hashing, in linear time
+/// (a linear scan per key was quadratic: 4,000 entries took 11 s in a debug build, 16,000 two
+/// minutes; found by the cbor fuzz target). No timed assertion: the suite's time limit is what
+/// the quadratic scan exceeded.
+@Suite(.timeLimit(.minutes(1))) struct CBORLargeMapTests {
+    /// A map of `count` entries `{uint16(i): 0}`.
+    static func map(_ count: Int, duplicateAt duplicate: Int? = nil) -> [UInt8] {
+        var bytes: [UInt8] = [0xB9, UInt8(count >> 8), UInt8(count & 0xFF)]
+        for index in 0..<count {
+            let key = index == duplicate ? 0 : index
+            bytes += [0x19, UInt8(key >> 8), UInt8(key & 0xFF), 0x00]
+        }
+        return bytes
+    }
+
+    @Test func aMapOfSixteenThousandEntriesDecodesInLinearTime() throws {
+        let value = try CBORDecoder().decode(Self.map(16_000))
+        if case .map(let entries) = value { #expect(entries.count == 16_000) } else { Issue.record("not a map") }
+    }
+
+    @Test func duplicatesAreStillFoundAnywhereAndInAnySpelling() {
+        #expect(throws: CBORError.duplicateMapKey) { try CBORDecoder().decode(Self.map(16_000, duplicateAt: 15_999)) }
+        // 1 and 1 written in two widths, [1] and [1], {1: 2} and {1: 2}: equal keys.
+        for hex in ["a2 01 00 18 01 00", "a2 81 01 00 81 01 00", "a2 a1 01 02 00 a1 01 02 00"] {
+            #expect(throws: CBORError.duplicateMapKey, "\(hex)") { try CBORDecoder().decode(AGFormatsTests.hex(hex)) }
+        }
+        #expect((try? CBORDecoder().decode(AGFormatsTests.hex("a2 81 01 00 81 02 00"))) != nil, "[1] and [2] differ")
+    }
+
+    @Test func hashingAgreesWithEquality() {
+        let values: [CBORValue] = [.unsigned(1), .negative(1), .bytes([1]), .text("1"), .array([.unsigned(1)]),
+                                   .map([(.unsigned(1), .unsigned(1))]), .bool(true), .null, .undefined]
+        #expect(Set(values).count == values.count)
+        #expect(Set(values + values).count == values.count)
+    }
+}
+
 /// A small deterministic generator so fuzz runs are reproducible.
 struct SplitMix64: RandomNumberGenerator {
     var state: UInt64

@@ -23,6 +23,7 @@ import Testing
         ("revoke", DeviceScripts.revoke), ("import key", DeviceScripts.importKey), ("read tiers", TierStore.readScript),
         ("set tenant tier", TierStore.setTenantTierScript), ("clear tenant tier", TierStore.clearTenantTierScript),
         ("set tier", TierStore.setTierScript), ("api lease", RateLimitScript.lease),
+        ("invalidate", DeviceScripts.invalidate), ("store epoch", StoreEpochScript.script),
         // Platform SSO's scripts run on the cluster through the gateway (GatewayTopologyTests
         // .platformSSORunsOn): their keys all carry the tenant's hash tag. Its nonce script is
         // the challenge script.
@@ -120,6 +121,13 @@ import Testing
                                                                     counter: 7, environment: "production")) { done($0) }
                 }.get()
                 #expect(try await run { done in parts.value.devices.revoke(tenant: tenant, keyID: keyID) { done($0) } }.get())
+                #expect(try await run { done in
+                    parts.value.devices.invalidate(tenant: tenant, keyID: imported, publicKey: [4] + [UInt8](repeating: 2, count: 64)) { done($0) }
+                }.get())
+                let epoch = await run { done in
+                    parts.value.redis.evalScript(StoreEpochScript.script, keys: [StoreEpochScript.key], args: ["0", "cluster-test"]) { done($0) }
+                }
+                #expect(epoch.map { $0.array?.count } == .success(2))
                 #expect(await run { done in parts.value.limiter.admit([api], deviceKey: deviceKey, fallback: .refuse) { done($0) } }
                     == .refused(.revoked))
 

@@ -46,7 +46,9 @@ public final class GatewayProcess: Sendable {
         var adminPort = 0
         _ = eventually(10) {
             let log = output.text.withLock { $0 }
-            if let range = log.range(of: #""listen":"127.0.0.1:(\d+)""#, options: .regularExpression) {
+            // The "attestgate serving" line, in JSON or (log.format: text) as key=value.
+            if let range = log.range(of: #""listen":"127.0.0.1:(\d+)""#, options: .regularExpression)
+                ?? log.range(of: #"listen=127\.0\.0\.1:(\d+) "#, options: .regularExpression) {
                 port = Int(log[range].split(separator: ":").last!.dropLast()) ?? 0
             }
             if let range = log.range(of: #""admin":"127.0.0.1:(\d+)""#, options: .regularExpression) {
@@ -65,6 +67,9 @@ public final class GatewayProcess: Sendable {
     deinit {
         if process.isRunning { process.terminate() }
     }
+
+    /// The process id (for /proc).
+    public var processIdentifier: Int32 { process.processIdentifier }
 
     /// Everything the gateway wrote to stderr so far.
     public var log: String { output.text.withLock { $0 } }

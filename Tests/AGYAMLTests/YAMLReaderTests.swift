@@ -43,6 +43,10 @@ import Testing
         ("a: 1\n---\nb: 2\n", "t.yaml:2: a second YAML document (---) is not supported; use one document per file"),
         ("a: [1, 2\n", "t.yaml:2: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 1)"),
         ("a:\n\tb: 1\n", "t.yaml:2: invalid YAML: found character that cannot start any token (while scanning for the next token at line 2)"),
+        // A file that ends without a newline: libyaml puts its end on the next line, which the
+        // file does not have (found by the config-gateway fuzz target).
+        ("{", "t.yaml:1: invalid YAML: did not find expected node content (while parsing a flow node at line 1)"),
+        ("a: [1,\n  2", "t.yaml:2: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 1)"),
         (String(repeating: "[", count: 65) + String(repeating: "]", count: 65),
          "t.yaml:1: nesting deeper than 64 levels is not supported"),
     ]

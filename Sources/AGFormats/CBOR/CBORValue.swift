@@ -1,5 +1,5 @@
 /// A decoded CBOR (RFC 8949) data item, restricted to what App Attest and WebAuthn use.
-public indirect enum CBORValue: Sendable, Equatable {
+public indirect enum CBORValue: Sendable, Hashable {
     case unsigned(UInt64)
     /// A negative integer stored as CBOR does: the value is `-1 - n`.
     case negative(UInt64)
@@ -23,6 +23,27 @@ public indirect enum CBORValue: Sendable, Equatable {
         case let (.bool(a), .bool(b)): a == b
         case (.null, .null), (.undefined, .undefined): true
         default: false
+        }
+    }
+
+    /// Consistent with `==`: map entries are hashed in order, as they are compared.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .unsigned(let value): hasher.combine(0 as UInt8); hasher.combine(value)
+        case .negative(let value): hasher.combine(1 as UInt8); hasher.combine(value)
+        case .bytes(let bytes): hasher.combine(2 as UInt8); hasher.combine(bytes)
+        case .text(let text): hasher.combine(3 as UInt8); hasher.combine(text)
+        case .array(let elements): hasher.combine(4 as UInt8); hasher.combine(elements)
+        case .map(let entries):
+            hasher.combine(5 as UInt8)
+            hasher.combine(entries.count)
+            for entry in entries {
+                hasher.combine(entry.key)
+                hasher.combine(entry.value)
+            }
+        case .bool(let value): hasher.combine(6 as UInt8); hasher.combine(value)
+        case .null: hasher.combine(7 as UInt8)
+        case .undefined: hasher.combine(8 as UInt8)
         }
     }
 

@@ -34,9 +34,17 @@ extension GatewayError {
         return error
     }
 
-    /// The assertion failed: the stored attestation is invalidated (409).
+    /// The stored key signed an assertion that failed a later check: the stored attestation is
+    /// invalidated (409).
     static let reattestRequired = GatewayError(
         status: 409, code: "reattest_required",
         message: "assertion verification failed; the stored attestation is invalidated",
         hint: "drop the local key and attest again")
+
+    /// The assertion does not verify with the stored key (409, the seed's code): it proves
+    /// nothing about the device, so its record is kept.
+    static let assertionUnverified = GatewayError(
+        status: 409, code: "reattest_required",
+        message: "assertion verification failed",
+        hint: "a device that keeps getting this should drop its local key and attest again")
 }

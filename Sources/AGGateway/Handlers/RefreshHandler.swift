@@ -41,28 +41,53 @@ enum RefreshHandler {
     private static func verify(_ context: RequestContext, tenant: Tenant, request: RefreshRequest, publicKey: [UInt8],
                                counter: UInt32, knownSubjectID: String?, tier: RateTier) {
         let services = context.services
+        // A stored key that does not parse is a corrupt record (like one whose base64 is bad),
+        // not a verdict on the device. Parsed keys are cached (`DeviceKeyCache`).
+        guard let key = try? services.deviceKeys.key(keyID: request.keyID, x963: publicKey) else {
+            return context.storeFailed(StoreFailure(description: "corrupt device record"))
+        }
         let newCounter: UInt32
-        do {
-            let key = try services.deviceKeys.key(keyID: request.keyID, x963: publicKey)
+        do throws(AssertionError) {
             newCounter = try AssertionVerifier.verify(assertion: request.assertion, clientDataHash: request.clientDataHash,
                                                       publicKey: key, appID: tenant.appID, previousCounter: counter)
         } catch {
-            services.logger.info("assertion rejected, attestation invalidated", [
-                ("tenant", .string(tenant.appID)), ("reason", .string(String(describing: error))),
-            ])
-            services.devices.invalidate(tenant: tenant, keyID: request.keyID) { result in
-                if case .failure(let error) = result {
-                    context.storeFailed(error)
-                } else {
-                    context.fail(.reattestRequired)
-                }
-            }
+            refuse(context, tenant: tenant, request: request, publicKey: publicKey, error: error)
             return
         }
         let commit = RefreshCommit(tenant: tenant, keyID: request.keyID, expectedCounter: counter, newCounter: newCounter,
                                    subjectID: request.subjectID, knownSubjectID: knownSubjectID)
         services.devices.commitRefresh(commit) { result in
             TokenResponse.afterCommit(context, result, tenant: tenant, tier: tier, keyID: request.keyID)
+        }
+    }
+
+    /// A refused assertion costs the device its record only when the stored key signed it (a
+    /// wrong RP ID hash, a counter that did not increase): that proves the key misbehaved. Bytes
+    /// the key never signed prove nothing about the device, since anyone who knows its keyId
+    /// (the token's `sub`) can send them; they are answered with the same 409, and the record
+    /// stays.
+    private static func refuse(_ context: RequestContext, tenant: Tenant, request: RefreshRequest, publicKey: [UInt8],
+                               error: AssertionError) {
+        let services = context.services
+        let kind = error.isSignedByStoredKey ? "signed" : "unsigned"
+        services.metrics.increment("attestgate_assertion_refusals_total{kind=\"\(kind)\",reason=\"\(error.reason)\"}")
+        guard error.isSignedByStoredKey else {
+            services.logger.info("assertion refused, attestation kept", [
+                ("tenant", .string(tenant.appID)), ("reason", .string(error.reason)),
+            ])
+            return context.fail(.assertionUnverified)
+        }
+        services.devices.invalidate(tenant: tenant, keyID: request.keyID, publicKey: publicKey) { result in
+            switch result {
+            case .failure(let failure):
+                context.storeFailed(failure)
+            case .success(let deleted):
+                services.logger.info(deleted ? "assertion refused, attestation invalidated"
+                                             : "assertion refused, record already replaced or revoked", [
+                    ("tenant", .string(tenant.appID)), ("reason", .string(error.reason)),
+                ])
+                context.fail(.reattestRequired)
+            }
         }
     }
 }

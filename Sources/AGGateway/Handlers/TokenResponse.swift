@@ -35,7 +35,8 @@ enum TokenResponse {
             json.add("expiresAt", UTCDateTime(unixSeconds: issued.expiresAt).iso8601())
             context.respond(status: 200, json: json.finished())
         } catch {
-            context.services.logger.error("token signing failed", [("error", .string(String(describing: error)))])
+            context.services.logger.logRepeated(.error, "token signing failed", key: "token signing failed",
+                                                [("error", .string(String(describing: error)))])
             context.fail(.internalError)
         }
     }

@@ -24,6 +24,9 @@ struct AdminRouter {
         case ("POST", "/admin/v1/reload"):
             context.route = "admin_reload"
             reload(context)
+        case ("POST", "/admin/v1/store/acknowledge-reset"):
+            context.route = "admin_store"
+            context.respond(status: 200, json: "{\"acknowledged\":\(services.readiness.acknowledgeResets())}")
         case ("GET", "/admin/v1/tenants"):
             context.route = "admin_tenants"
             AdminTenantHandlers.listTenants(context)

@@ -25,6 +25,10 @@ final class GatewayShared: Sendable {
     let time: any TimeSource
     /// The in-process buckets `api` limiting falls back to while Redis is down (per instance).
     let localBuckets: LocalBuckets
+    /// The store epoch this instance remembers and the resets it noticed.
+    let storeEpoch = StoreEpoch()
+    /// The logger with repeated lines rate-limited (request paths, reconnect attempts).
+    let throttledLogger: ThrottledLogSink
     private let reloadGeneration: Mutex<Int>
 
     init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, accessLog: Logger, control: EventLoop,
@@ -36,6 +40,7 @@ final class GatewayShared: Sendable {
         self.snapshots = SnapshotStore(snapshot)
         self.metrics = MetricsRegistry()
         self.logger = logger
+        self.throttledLogger = ThrottledLogSink(base: logger, throttle: LogThrottle(time: time))
         self.control = control
         self.reloadGeneration = Mutex(snapshot.generation)
     }
@@ -48,7 +53,7 @@ final class GatewayShared: Sendable {
             do throws(ConfigError) {
                 let config = try ConfigLoader.load(path: configPath)
                 let previous = snapshots.snapshot.gateway
-                for (name, old, new) in restartOnlySettings(previous, config.gateway) where old != new {
+                for (name, old, new) in Self.restartOnlySettings(previous, config.gateway) where old != new {
                     logger.warn("setting changed on reload takes effect after a restart", [("key", .string(name))])
                 }
                 let snapshot = try GatewaySnapshot(config: config, generation: generation + 1, adminToken: AdminToken.load(config.gateway))
@@ -72,13 +77,28 @@ final class GatewayShared: Sendable {
         }
     }
 
-    private func restartOnlySettings(_ a: GatewayConfig, _ b: GatewayConfig) -> [(String, String, String)] {
+    /// Settings read once, when the listeners, workers, connections and logger are built; a
+    /// reload that changes one says so instead of ignoring it silently.
+    static func restartOnlySettings(_ a: GatewayConfig, _ b: GatewayConfig) -> [(String, String, String)] {
         [
             ("server.listen", a.server.listen.description, b.server.listen.description),
             ("server.workers", String(a.server.workers), String(b.server.workers)),
-            ("server.timeouts", "\(a.server.timeouts)", "\(b.server.timeouts)"),
+            // Each worker's HTTP servers take these when they start.
+            ("server.timeouts.read", "\(a.server.timeouts.read)", "\(b.server.timeouts.read)"),
+            ("server.timeouts.header", "\(a.server.timeouts.header)", "\(b.server.timeouts.header)"),
+            ("server.timeouts.body_min_rate", "\(a.server.timeouts.bodyMinRate)", "\(b.server.timeouts.bodyMinRate)"),
+            ("server.timeouts.body_rate_window", "\(a.server.timeouts.bodyRateWindow)", "\(b.server.timeouts.bodyRateWindow)"),
+            ("server.timeouts.write", "\(a.server.timeouts.write)", "\(b.server.timeouts.write)"),
+            ("server.timeouts.idle", "\(a.server.timeouts.idle)", "\(b.server.timeouts.idle)"),
             ("admin.listen", a.admin.listen.description, b.admin.listen.description),
             ("redis.url", a.redis.url.description, b.redis.url.description),
+            // Every Redis connection is made with it.
+            ("redis.timeout", "\(a.redis.timeout)", "\(b.redis.timeout)"),
+            // The logger is built once; the access log switch (log.access_log) is read per request.
+            ("log.format", a.log.format.rawValue, b.log.format.rawValue),
+            ("log.level", a.log.level.rawValue, b.log.level.rawValue),
+            // A reload reads the new directory, but the watcher keeps watching the old one.
+            ("tenants_dir", a.tenantsDirectory, b.tenantsDirectory),
         ]
     }
 }
@@ -218,6 +238,10 @@ public final class Gateway: Sendable {
                 control.register(RedisClockAlignment(loop: control, url: gateway.redis.url, time: aligned,
                                                      timeout: gateway.redis.backgroundTimeout))
             }
+            control.register(StoreEpochWatch(loop: control, url: gateway.redis.url, timeout: gateway.redis.backgroundTimeout,
+                                             epoch: shared.storeEpoch, time: shared.time, logger: shared.throttledLogger,
+                                             metrics: shared.metrics))
+            control.register(LogThrottleFlusher(loop: control, sink: shared.throttledLogger))
         }
         logger.info("attestgate serving", [
             ("listen", .string("\(gateway.server.listen.host):\(publicPort)")),
@@ -264,6 +288,8 @@ public final class Gateway: Sendable {
         control.execute {
             control.registered(TierSync.self)?.close()
             control.registered(RedisClockAlignment.self)?.close()
+            control.registered(StoreEpochWatch.self)?.close()
+            control.registered(LogThrottleFlusher.self)?.close()
             control.stop()
         }
     }

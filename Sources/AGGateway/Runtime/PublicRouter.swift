@@ -51,14 +51,14 @@ struct PublicRouter {
         return false
     }
 
-    /// Ready when a configuration is loaded (always, once serving) and Redis answers a PING.
+    /// Ready when a configuration is loaded (always, once serving) and Redis answers a PING. A
+    /// Redis that came back empty is a warning in the body, not a 503: every instance shares
+    /// that Redis, so taking them out of rotation would turn lost data into an outage.
     private func readiness(_ context: RequestContext) {
-        services.readiness.check { ready in
-            if ready {
-                context.respond(status: 200, json: "{\"status\":\"ready\",\"configGeneration\":\(context.snapshot.generation)}")
-            } else {
-                context.fail(.storeUnavailable)
-            }
+        services.readiness.check { [services] ready in
+            guard ready else { return context.fail(.storeUnavailable) }
+            context.respond(status: 200, json: ReadinessBody.render(generation: context.snapshot.generation,
+                                                                    resets: services.readiness.unacknowledgedResets))
         }
     }
 }

@@ -46,9 +46,9 @@ final class Worker {
             challenges: RedisChallengeStore(redis: redis, time: shared.time),
             platformSSO: RedisPlatformSSOStore(redis: redis, time: shared.time), limiter: rateLimiter,
             tiers: RedisTierAdministration(store: shared.tierStore, redis: redis), revocations: revocations,
-            forwarder: UpstreamForwarder(upstreams: upstreams), readiness: RedisHealth(redis: redis),
+            forwarder: UpstreamForwarder(upstreams: upstreams), readiness: RedisHealth(redis: redis, epoch: shared.storeEpoch),
             reloader: ControlLoopReloader(shared: shared, loop: loop), metrics: metrics,
-            metricsText: { [registry = shared.metrics] in registry.render() }, logger: shared.logger, accessLog: accessLog,
+            metricsText: { [registry = shared.metrics] in registry.render() }, logger: shared.throttledLogger, accessLog: accessLog,
             tokenCache: TokenCache(), deviceKeys: DeviceKeyCache(), requestIDs: RequestIDSource())
         let timeouts = snapshot.gateway.server.timeouts
         var configuration = HTTPServerConfiguration()
@@ -58,7 +58,7 @@ final class Worker {
         configuration.bodyRateWindow = timeouts.bodyRateWindow
         configuration.writeTimeout = timeouts.write
         configuration.idleTimeout = timeouts.idle
-        let logger = shared.logger
+        let logger = shared.throttledLogger
         let workerIndex = index
         let publicRouter = PublicRouter(services: services)
         let adminRouter = AdminRouter(services: services)
@@ -75,7 +75,9 @@ final class Worker {
         redis.onStateChange = { state in
             switch state {
             case .connected: logger.info("redis connected", [("worker", .int(workerIndex))])
-            case .disconnected: logger.warn("redis disconnected", [("worker", .int(workerIndex))])
+            // Once per failed reconnect attempt while Redis is down: throttled.
+            case .disconnected:
+                logger.logRepeated(.warn, "redis disconnected", key: "redis disconnected/\(workerIndex)", [("worker", .int(workerIndex))])
             case .connecting, .closed: break
             }
         }
@@ -111,13 +113,20 @@ final class Worker {
     }
 }
 
-/// `/readyz`: Redis answers a `PING` on this worker's connection.
+/// `/readyz`: Redis answers a `PING` on this worker's connection; resets come from the
+/// instance's `StoreEpoch`.
 final class RedisHealth: StoreHealth {
     private let redis: RedisClient
+    private let epoch: StoreEpoch
 
-    init(redis: RedisClient) {
+    init(redis: RedisClient, epoch: StoreEpoch) {
         self.redis = redis
+        self.epoch = epoch
     }
+
+    var unacknowledgedResets: [StoreEpoch.Reset] { epoch.unacknowledgedResets }
+
+    func acknowledgeResets() -> Int { epoch.acknowledge() }
 
     func check(completion: @escaping (Bool) -> Void) {
         guard redis.isConnected else { return completion(false) }

@@ -11,8 +11,10 @@ protocol DeviceRecords: AnyObject {
                         completion: @escaping (Result<(RateLimitOutcome, RefreshPrepared), StoreFailure>) -> Void)
     /// Refresh, after the signature check: counter compare-and-set, subject, month count.
     func commitRefresh(_ request: RefreshCommit, completion: @escaping (Result<CommitOutcome, StoreFailure>) -> Void)
-    /// Drops the stored attestation (the device must attest again).
-    func invalidate(tenant: Tenant, keyID: String, completion: @escaping (Result<Void, StoreFailure>) -> Void)
+    /// Drops the stored attestation (the device must attest again) after its own key signed a
+    /// refused assertion; only while the record still holds `publicKey` and is not revoked.
+    /// Completes with whether it was deleted.
+    func invalidate(tenant: Tenant, keyID: String, publicKey: [UInt8], completion: @escaping (Result<Bool, StoreFailure>) -> Void)
     /// Validate, before the attestation check: revocation, quota, challenge.
     func prepareAttestation(_ request: AttestationPreparation,
                             completion: @escaping (Result<AttestationPrepared, StoreFailure>) -> Void)

@@ -79,9 +79,18 @@ struct IssuedChallenge: Equatable {
     let issuedAtMilliseconds: Int64
 }
 
-/// Is the shared store answering (`/readyz`)?
+/// Is the shared store answering (`/readyz`), and has it lost its data (`StoreEpoch`)?
 protocol StoreHealth: AnyObject {
     func check(completion: @escaping (Bool) -> Void)
+    /// Store resets noticed and not yet acknowledged, oldest first.
+    var unacknowledgedResets: [StoreEpoch.Reset] { get }
+    /// Clears them (`POST /admin/v1/store/acknowledge-reset`); returns how many there were.
+    func acknowledgeResets() -> Int
+}
+
+extension StoreHealth {
+    var unacknowledgedResets: [StoreEpoch.Reset] { [] }
+    func acknowledgeResets() -> Int { 0 }
 }
 
 /// Reloads the configuration off the loop and answers on it (`POST /admin/v1/reload`).
@@ -102,9 +111,16 @@ extension MetricsSink {
 /// Structured log lines (`Logger`).
 protocol LogSink: Sendable {
     func log(_ level: Logger.Level, _ message: String, _ fields: [(String, LogValue)])
+    /// A line that may repeat at request rate (a store outage): `ThrottledLogSink` writes one
+    /// per `key` and interval with a `suppressed` count; other sinks write every line.
+    func logRepeated(_ level: Logger.Level, _ message: String, key: String, _ fields: [(String, LogValue)])
 }
 
 extension LogSink {
+    func logRepeated(_ level: Logger.Level, _ message: String, key: String, _ fields: [(String, LogValue)]) {
+        log(level, message, fields)
+    }
+
     func debug(_ message: String, _ fields: [(String, LogValue)] = []) { log(.debug, message, fields) }
     func info(_ message: String, _ fields: [(String, LogValue)] = []) { log(.info, message, fields) }
     func warn(_ message: String, _ fields: [(String, LogValue)] = []) { log(.warn, message, fields) }

@@ -88,8 +88,16 @@ final class RedisDeviceStore: DeviceRecords {
         }
     }
 
-    func invalidate(tenant: Tenant, keyID: String, completion: @escaping (Result<Void, StoreFailure>) -> Void) {
-        redis.send(["DEL", Self.deviceKey(tenant, keyID)]) { result in completion(Self.store(result).map { _ in () }) }
+    func invalidate(tenant: Tenant, keyID: String, publicKey: [UInt8], completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
+        redis.evalScript(DeviceScripts.invalidate, keys: [Self.deviceKey(tenant, keyID)],
+                         args: [String(time.nowMicroseconds), Base64.encode(publicKey)]) { result in
+            completion(Self.store(result).flatMap { value in
+                guard let deleted = value.int else {
+                    return .failure(StoreFailure(description: "unexpected reply from the invalidate script"))
+                }
+                return .success(deleted == 1)
+            })
+        }
     }
 
     func prepareAttestation(_ request: AttestationPreparation,

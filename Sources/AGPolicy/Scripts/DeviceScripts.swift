@@ -48,6 +48,20 @@ public enum DeviceScripts {
         return counted(ARGV[2], KEYS[2], subject, KEYS[3], KEYS[1], ARGV[6])
         """)
 
+    /// Invalidates a stored attestation after an assertion that its own key signed was refused
+    /// (wrong RP ID hash, counter not increased). Deletes the record only while it still holds
+    /// that key and is not revoked: a device that re-attested meanwhile keeps its new record,
+    /// and a revocation (an operator's decision) is never erased by a refresh.
+    ///
+    /// KEYS: device. ARGV: now, pk (base64 X9.63) the assertion verified with.
+    /// Reply: 1 deleted, 0 kept (gone, replaced or revoked).
+    public static let invalidate = RedisScript(LuaFragments.now + """
+        local dev = redis.call('HMGET', KEYS[1], 'pk', 'rev')
+        if dev[1] ~= ARGV[2] or dev[2] == '1' then return 0 end
+        redis.call('DEL', KEYS[1])
+        return 1
+        """)
+
     /// Validate's first round trip: revocation, quota, challenge. A keyId already on record is
     /// replaced later (re-attestation after `reattest_required`), except a revoked one:
     /// revocation is an operator decision that a device cannot undo by attesting again.

@@ -42,9 +42,9 @@ final class FakeDevices: DeviceRecords, DeviceAdministration {
         completion(commitRefreshReply)
     }
 
-    func invalidate(tenant: Tenant, keyID: String, completion: @escaping (Result<Void, StoreFailure>) -> Void) {
+    func invalidate(tenant: Tenant, keyID: String, publicKey: [UInt8], completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
         invalidated.append(keyID)
-        completion(.success(()))
+        completion(.success(true))
     }
 
     func prepareAttestation(_ request: AttestationPreparation,

@@ -1,0 +1,46 @@
+import AGTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every documented configuration key with how its effect is observed on a running gateway,
+/// or how it is refused (issue 9 item 1: a key that is accepted must have its effect).
+enum ConfigKeyEffects {
+    static var all: [KeyEffect] { server + store + tokens + limits + trust + logging + tenant + platformSSO + hardening }
+
+    static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// The gateway's startup refuses the configuration with `message` at `file:line`.
+    static func expectRefused(gateway: String = "", tenantExtra: String = "", message: String) throws {
+        do {
+            _ = try KeyProbe(gatewayYAML: gateway, tenantExtra: tenantExtra)
+            Issue.record("accepted; expected a refusal saying \(message)")
+        } catch {
+            let text = "\(error)"
+            #expect(text.contains(message), "\(text)")
+            #expect(text.range(of: #"\.yaml:\d+: "#, options: .regularExpression) != nil, "no file:line in \(text)")
+        }
+    }
+
+    /// The real binary serving a probe's configuration directory with `gateway` sections (for
+    /// what an in-process gateway cannot show: threads, its own logger). Keep the result alive
+    /// while using the process: it owns the directory.
+    static func process(gateway: String) throws -> (probe: KeyProbe, process: GatewayProcess) {
+        let probe = try KeyProbe(gatewayYAML: gateway)
+        probe.gateway.stop()
+        return (probe, try GatewayProcess(configPath: probe.gateway.directory + "/gateway.yaml"))
+    }
+}
