@@ -1,5 +1,6 @@
 import AGDevTools
 import Foundation
+import AGTestSupport
 import Synchronization
 @testable import AGHTTP
 
