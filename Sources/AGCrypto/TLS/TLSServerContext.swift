@@ -31,7 +31,10 @@ public final class TLSServerContext: @unchecked Sendable {
             throw .openSSL(.certificateChain, "not a PEM certificate chain")
         }
         guard SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM) == 1 else {
-            let error = TLSContextError.openSSL(.privateKey, "not a PEM private key for this certificate")
+            // OpenSSL checks the pair while loading the key: tell a wrong key from a broken file.
+            let mismatch = [ERR_peek_error(), ERR_peek_last_error()].contains { ag_err_get_reason($0) == X509_R_KEY_VALUES_MISMATCH }
+            let error = TLSContextError.openSSL(.privateKey, mismatch ? "the private key does not match the certificate"
+                                                                      : "not a PEM private key")
             SSL_CTX_free(context)
             throw error
         }

@@ -57,7 +57,7 @@ final class ProxyHarness: @unchecked Sendable {
 
     static func code(_ error: UpstreamError) -> String {
         switch error {
-        case .connectFailed, .connectionReset, .invalidResponse: "upstream_unavailable"
+        case .connectFailed, .resolveFailed, .tlsFailed, .connectionReset, .invalidResponse: "upstream_unavailable"
         case .timeout: "upstream_timeout"
         case .bodyTooLarge: "body_too_large"
         case .clientBodyMalformed: "bad_request"
