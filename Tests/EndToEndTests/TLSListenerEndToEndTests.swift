@@ -209,6 +209,21 @@ import Testing
         #expect(result.peerSha256 == first.sha256)
     }
 
+    @Test func removingServerTLSInAReloadNeverTurnsThePortPlain() throws {
+        let (first, files) = try Self.certificate()
+        let gateway = try TestGateway(tenants: [:], gatewayYAML: Self.tlsServer(), files: files)
+        defer { gateway.stop() }
+        let yaml = try String(contentsOfFile: gateway.config.gatewayPath, encoding: .utf8)
+        try yaml.replacingOccurrences(of: "  tls: { cert: server.pem, key: server-key.pem }\n", with: "")
+            .write(toFile: gateway.config.gatewayPath, atomically: true, encoding: .utf8)
+        #expect(try gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(gateway.logText().contains(#""msg":"setting changed on reload takes effect after a restart","key":"server.tls""#))
+        let result = try TLSTestClient.run(.init(port: gateway.port, requests: [.init("GET", "/healthz")]))
+        #expect(result.responses?.first?.status == 200)
+        #expect(result.peerSha256 == first.sha256)
+        #expect(throws: (any Error).self) { try HTTPTestClient.send(port: gateway.port, "GET", "/healthz") }
+    }
+
     @Test func theExecutableServesTLSAndRotatesOnSIGHUP() throws {
         let (first, files) = try Self.certificate()
         let config = try TestConfigDirectory(tenants: [:], gatewayYAML: Self.tlsServer(), files: files)
