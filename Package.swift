@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "AGEventLoop", dependencies: ["CEvent", "CShims"]),
         .target(name: "AGCrypto", dependencies: ["COpenSSL", "CShims"]),
         .target(name: "AGRedis", dependencies: ["AGEventLoop", "CHiredis", "CShims"]),
-        .target(name: "AGHTTP", dependencies: ["AGEventLoop", "CEvent", "CShims"]),
+        .target(name: "AGHTTP", dependencies: ["AGEventLoop", "AGCrypto", "CEvent", "CShims"]),
         .target(name: "AGYAML", dependencies: ["CYAML"]),
 
         // Pure domain code.
@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGPlatformSSO", "AGDevice", "AGCrypto", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
         .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGRedis", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevice", "AGYAML", "AGHTTP"]),
-        .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP", "AGDevTools", "AGCrypto"]),
+        .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP", "AGDevTools", "AGCrypto", "AGEventLoop", "AGTestSupport"]),
         .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGDevTools", "AGTestSupport", "AGAppAttest", "AGFormats", "AGCrypto"]),
         .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGPolicy", "AGDevTools", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
 

@@ -9,11 +9,11 @@ extension GatewayConfig {
 
     private enum Keys {
         static let root = ["server", "admin", "redis", "tokens", "challenge", "tiers", "ip_limits", "rate_limits", "proxy",
-                           "quotas", "app_attest", "tenants_dir", "log"]
+                           "quotas", "app_attest", "tenants_dir", "log", "resolver"]
         static let server = ["listen", "workers", "max_body_bytes", "max_proxy_body_bytes", "timeouts",
                              "shutdown_grace", "trusted_proxies", "tls"]
         static let timeouts = ["read", "header", "body_min_rate", "body_rate_window", "write", "idle", "upstream_connect",
-                               "upstream_response"]
+                               "upstream_response", "tls_handshake"]
         static let tls = ["cert", "key"]
         static let admin = ["listen", "token_file", "token_env"]
         static let redis = ["url", "timeout", "wait_replicas", "wait_timeout"]
@@ -27,6 +27,7 @@ extension GatewayConfig {
         static let quotas = ["grace", "warn_ratio"]
         static let appAttest = ["root_ca", "test_ca", "allow_test_ca"]
         static let log = ["format", "level", "access_log"]
+        static let resolver = ["nameservers", "timeout"]
     }
 
     /// Decodes `gateway.yaml`; problems go to `decoder`, and defaults stand in for bad values so
@@ -52,7 +53,8 @@ extension GatewayConfig {
             quotas: decodeQuotas(top["quotas"], d),
             appAttest: decodeAppAttest(top["app_attest"], d, files),
             tenantsDirectory: decodeTenantsDirectory(top, d, files),
-            log: decodeLog(top["log"], d))
+            log: decodeLog(top["log"], d),
+            resolver: decodeResolver(top["resolver"], d))
     }
 
     /// A nested section; `nil` when absent or not a mapping (already reported).
@@ -67,14 +69,15 @@ extension GatewayConfig {
             timeouts?[key].flatMap { d.duration($0) } ?? fallback
         }
         var tls: TLSFiles?
-        if let tlsField = m?["tls"], let tlsMapping = sub(tlsField, Keys.tls, d) {
-            // A key that is accepted must have its effect, or be refused (issue 9 item 1): until
-            // the TLS listener (branch http) lands, the port would serve plain HTTP.
-            d.report(line: tlsField.keyLine, path: tlsField.path, "TLS is not implemented yet: the port would serve plain HTTP; terminate TLS in front of "
-                + "the gateway (a load balancer, nginx) and remove server.tls")
-            let cert = tlsMapping.required("cert").flatMap { files.existing($0, what: "certificate file") }
-            let key = tlsMapping.required("key").flatMap { files.existing($0, what: "private key file") }
-            if let cert, let key { tls = TLSFiles(certificateFile: cert, keyFile: key) }
+        if let tlsMapping = sub(m?["tls"], Keys.tls, d) {
+            let certField = tlsMapping.required("cert")
+            let keyField = tlsMapping.required("key")
+            let cert = certField.flatMap { files.existing($0, what: "certificate file") }
+            let key = keyField.flatMap { files.existing($0, what: "private key file") }
+            if let cert, let key, let certField, let keyField {
+                tls = TLSFiles(certificateFile: cert, keyFile: key, certificateLocation: d.location(of: certField),
+                               keyLocation: d.location(of: keyField))
+            }
         }
         var proxies: [CIDRBlock] = []
         if let items = m?["trusted_proxies"].flatMap({ d.sequence($0) }) {
@@ -104,7 +107,8 @@ extension GatewayConfig {
                 write: timeout("write", .seconds(30)),
                 idle: timeout("idle", .seconds(60)),
                 upstreamConnect: timeout("upstream_connect", .seconds(2)),
-                upstreamResponse: timeout("upstream_response", .seconds(30))),
+                upstreamResponse: timeout("upstream_response", .seconds(30)),
+                tlsHandshake: timeout("tls_handshake", .seconds(10))),
             shutdownGrace: m?["shutdown_grace"].flatMap { d.duration($0, allowZero: true) } ?? .seconds(10),
             trustedProxies: proxies,
             tls: tls)
@@ -305,6 +309,31 @@ extension GatewayConfig {
                      "directory \(ConfigDecoder.quoted(path)) does not exist or is not a directory")
         }
         return path
+    }
+
+    private static func decodeResolver(_ field: ConfigField?, _ d: ConfigDecoder) -> ResolverConfig {
+        let m = sub(field, Keys.resolver, d)
+        let nameservers = m?["nameservers"].flatMap { d.sequence($0) }?.compactMap { item -> String? in
+            guard let text = d.string(item) else { return nil }
+            guard isNameserver(text) else {
+                d.report(item, "expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got \(ConfigDecoder.quoted(text))")
+                return nil
+            }
+            return text
+        }
+        if let nameservers, nameservers.isEmpty, let field = m?["nameservers"] {
+            d.report(field, "expected at least one name server (leave the key out to use /etc/resolv.conf)")
+        }
+        return ResolverConfig(nameservers: nameservers.flatMap { $0.isEmpty ? nil : $0 },
+                              timeout: m?["timeout"].flatMap { d.duration($0) } ?? .seconds(1))
+    }
+
+    /// `ip`, `ip:port` or `[ipv6]:port`, as evdns takes a name server.
+    private static func isNameserver(_ text: String) -> Bool {
+        if IPAddress(text) != nil { return true }
+        guard let parts = HostName.splitHostPort(Substring(text)), IPAddress(parts.host) != nil,
+              let port = parts.port, let number = HostName.parsePort(port) else { return false }
+        return number > 0
     }
 
     private static func decodeLog(_ field: ConfigField?, _ d: ConfigDecoder) -> LogConfig {

@@ -19,6 +19,7 @@ public struct GatewayConfig: Sendable {
     /// Resolved `tenants_dir`.
     public let tenantsDirectory: String
     public let log: LogConfig
+    public let resolver: ResolverConfig
 }
 
 /// `server`: the public listener.
@@ -60,12 +61,32 @@ public struct ServerTimeouts: Sendable, Hashable {
     public let idle: Duration
     public let upstreamConnect: Duration
     public let upstreamResponse: Duration
+    /// Deadline for a client's whole TLS handshake, from accept (`timeouts.tls_handshake`).
+    public let tlsHandshake: Duration
 }
 
-/// `server.tls`: PEM certificate chain and private key (resolved paths, checked readable).
+/// `server.tls`: PEM certificate chain and private key (resolved paths, checked readable;
+/// their contents are checked when a snapshot is built, and reported at these locations).
 public struct TLSFiles: Sendable, Hashable {
     public let certificateFile: String
     public let keyFile: String
+    public let certificateLocation: ConfigLocation
+    public let keyLocation: ConfigLocation
+
+    public init(certificateFile: String, keyFile: String, certificateLocation: ConfigLocation, keyLocation: ConfigLocation) {
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.certificateLocation = certificateLocation
+        self.keyLocation = keyLocation
+    }
+}
+
+/// `resolver`: how host names (upstreams, Redis) are resolved; restart-only.
+public struct ResolverConfig: Sendable, Hashable {
+    /// `ip` or `ip:port` of the name servers; `nil` uses /etc/resolv.conf's.
+    public let nameservers: [String]?
+    /// Time to wait for one answer before the one retry.
+    public let timeout: Duration
 }
 
 /// `admin`: the admin listener and where its bearer token comes from.

@@ -4,7 +4,7 @@ import AGFormats
 extension TenantConfig {
     private enum Keys {
         static let root = ["team_id", "bundle_id", "tier", "environment", "token", "custom_claims", "upstream",
-                           "routes", "forward", "platform_sso"]
+                           "upstream_ca", "routes", "forward", "platform_sso"]
         static let token = ["audience", "ttl", "header"]
         static let route = ["prefix", "auth"]
         static let forward = ["claims", "payload_header", "forward_authorization"]
@@ -70,12 +70,14 @@ extension TenantConfig {
         } else if !routes.isEmpty {
             d.report(line: top.line, path: ConfigKeyPath.root.key("upstream"), "missing required key (routes are proxied to it)")
         }
+        let upstreamCA = top["upstream_ca"].flatMap { decodeUpstreamCA($0, upstream: upstream, sourcePath: sourcePath, d) }
         let forward = decodeForward(top["forward"], tokenHeader: token.header, d)
         let platformSSO = top["platform_sso"].flatMap { decodePlatformSSO($0, routes: routes, gateway: gateway, d) }
         guard let teamID, let bundleID else { return nil }
         let tenant = TenantConfig(name: ConfigFiles.stem(of: sourcePath), sourcePath: sourcePath, teamID: teamID,
                                   bundleID: bundleID, appID: appID, tier: tier, environment: environment,
-                                  token: token, customClaims: customClaims, upstream: upstream, routes: routes,
+                                  token: token, customClaims: customClaims, upstream: upstream, upstreamCA: upstreamCA,
+                                  routes: routes,
                                   forward: forward, platformSSO: platformSSO)
         return (tenant, top.raw("bundle_id")?.line ?? top.line)
     }
@@ -169,12 +171,27 @@ extension TenantConfig {
         switch UpstreamURL.parse(text) {
         case .success(let url):
             return url
-        case .failure(.httpsUnsupported):
-            d.report(field, "only http:// upstreams are supported (the gateway speaks plain HTTP/1.1 to upstreams; terminate TLS in front of the upstream or use a local sidecar), got \(ConfigDecoder.quoted(text))")
         case .failure(.malformed):
-            d.report(field, "expected http://host[:port][/base path], got \(ConfigDecoder.quoted(text))")
+            d.report(field, "expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name), got \(ConfigDecoder.quoted(text))")
         }
         return nil
+    }
+
+    /// `upstream_ca`: a readable file, relative to the tenant file, only beside an https upstream
+    /// (a CA for a plain-HTTP upstream would have no effect).
+    private static func decodeUpstreamCA(_ field: ConfigField, upstream: UpstreamURL?, sourcePath: String,
+                                         _ d: ConfigDecoder) -> UpstreamCAFile? {
+        guard let text = d.string(field) else { return nil }
+        let path = ConfigFiles.resolve(text, against: ConfigFiles.directory(of: sourcePath))
+        if let reason = ConfigFiles.unreadableReason(path) {
+            d.report(field, "CA file \(ConfigDecoder.quoted(path)) \(reason)")
+            return nil
+        }
+        if let upstream, !upstream.isTLS {
+            d.report(field, "upstream_ca applies to https:// upstreams only; \(ConfigDecoder.quoted(upstream.description)) is plain http")
+            return nil
+        }
+        return UpstreamCAFile(path: path, location: d.location(of: field))
     }
 
     /// A path prefix: starts with `/`, no whitespace, query or fragment, outside the gateway's own paths.

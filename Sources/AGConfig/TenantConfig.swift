@@ -19,10 +19,19 @@ public struct TenantConfig: Sendable, Hashable {
     public let customClaims: [String: JSONValue]
     /// `nil` when the tenant only uses attestation (no routes).
     public let upstream: UpstreamURL?
+    /// `upstream_ca`: the only roots an https upstream's certificate may chain to (resolved
+    /// path, checked readable); `nil` trusts the system store.
+    public let upstreamCA: UpstreamCAFile?
     /// In file order.
     public let routes: [RouteConfig]
     public let forward: ForwardConfig
     public let platformSSO: PlatformSSOConfig?
+}
+
+/// `upstream_ca`: a PEM file of CA certificates; parsed when the snapshot is built.
+public struct UpstreamCAFile: Sendable, Hashable {
+    public let path: String
+    public let location: ConfigLocation
 }
 
 /// `token`: per-tenant token settings.

@@ -1,44 +1,57 @@
-/// A tenant upstream: `http://host[:port][/base]`; requests go to `base + request path`.
+/// A tenant upstream: `http://host[:port][/base]` or `https://host[:port][/base]`; requests go
+/// to `base + request path`. The host is an IP literal or a DNS name (resolved by the workers).
 public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
     public let host: String
     public let isIPv6: Bool
-    /// 80 when the URL names none.
+    /// 80 (http) or 443 (https) when the URL names none.
     public let port: Int
     /// Empty, or a path starting with `/` and never ending with one.
     public let basePath: String
+    /// `https://`: the upstream is reached over TLS and its certificate verified.
+    public let isTLS: Bool
 
     /// Why an upstream URL was refused.
     enum ParseError: Error, Equatable {
-        case httpsUnsupported
         case malformed
     }
 
-    /// Parses and validates; https is reported apart so the message can say why it is refused.
+    /// Parses and validates.
     static func parse(_ text: String) -> Result<UpstreamURL, ParseError> {
-        if text.lowercased().hasPrefix("https://") { return .failure(.httpsUnsupported) }
-        guard text.hasPrefix("http://") else { return .failure(.malformed) }
-        let rest = text.dropFirst("http://".count)
+        let isTLS: Bool
+        let rest: Substring
+        if text.hasPrefix("https://") {
+            isTLS = true
+            rest = text.dropFirst("https://".count)
+        } else if text.hasPrefix("http://") {
+            isTLS = false
+            rest = text.dropFirst("http://".count)
+        } else {
+            return .failure(.malformed)
+        }
         guard !rest.contains(where: { $0 == "?" || $0 == "#" || $0 == "@" || $0 == "\\" || $0.isWhitespace })
         else { return .failure(.malformed) }
-        guard let authority = HostName.parseAuthority(rest, defaultPort: 80) else { return .failure(.malformed) }
+        guard let authority = HostName.parseAuthority(rest, defaultPort: isTLS ? 443 : 80) else { return .failure(.malformed) }
         var base = String(authority.rest)
         while base.hasSuffix("/") { base.removeLast() }
         guard base.allSatisfy(\.isVisibleASCII),
               !base.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
         else { return .failure(.malformed) }
         return .success(UpstreamURL(host: authority.host, isIPv6: authority.isIPv6, port: authority.port,
-                                    basePath: base))
+                                    basePath: base, isTLS: isTLS))
     }
 
-    private init(host: String, isIPv6: Bool, port: Int, basePath: String) {
+    private init(host: String, isIPv6: Bool, port: Int, basePath: String, isTLS: Bool) {
         self.host = host
         self.isIPv6 = isIPv6
         self.port = port
         self.basePath = basePath
+        self.isTLS = isTLS
     }
 
     /// `host:port` as sent in the upstream `Host` header.
     public var authority: String { HostName.authority(host: host, port: port) }
 
-    public var description: String { "http://\(authority)\(basePath)" }
+    public var scheme: String { isTLS ? "https" : "http" }
+
+    public var description: String { "\(scheme)://\(authority)\(basePath)" }
 }

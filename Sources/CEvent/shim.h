@@ -15,6 +15,8 @@
 #include <event2/http_struct.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+// Declares `struct ssl_st` only (no OpenSSL header), so it does not clash with COpenSSL.
+#include <event2/bufferevent_ssl.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <event2/thread.h>

@@ -50,6 +50,7 @@ import Testing
             Row("server.timeouts.idle", g.server.timeouts.idle, Duration.seconds(60)),
             Row("server.timeouts.upstream_connect", g.server.timeouts.upstreamConnect, Duration.seconds(2)),
             Row("server.timeouts.upstream_response", g.server.timeouts.upstreamResponse, Duration.seconds(30)),
+            Row("server.timeouts.tls_handshake", g.server.timeouts.tlsHandshake, Duration.seconds(10)),
             Row("server.shutdown_grace", g.server.shutdownGrace, Duration.seconds(10)),
             Row("server.trusted_proxies", g.server.trustedProxies, [CIDRBlock]()),
             Row("server.tls", g.server.tls == nil, true),
@@ -78,6 +79,8 @@ import Testing
             Row("log.format", g.log.format, LogFormat.json),
             Row("log.level", g.log.level, LogLevel.info),
             Row("log.access_log", g.log.accessLog, true),
+            Row("resolver.nameservers", g.resolver.nameservers, [String]?.none),
+            Row("resolver.timeout", g.resolver.timeout, Duration.seconds(1)),
             Row("tenant name", t.name, "example"),
             Row("tenant tier", t.tier, "free"),
             Row("tenant environment", t.environment, AppAttestEnvironment.production),
@@ -86,6 +89,7 @@ import Testing
             Row("tenant token.header", t.token.header, "Authorization"),
             Row("tenant custom_claims", t.customClaims, [String: JSONValue]()),
             Row("tenant upstream", t.upstream == nil, true),
+            Row("tenant upstream_ca", t.upstreamCA == nil, true),
             Row("tenant routes", t.routes, [RouteConfig]()),
             Row("tenant forward.claims", t.forward.claims, ForwardConfig.defaultClaims),
             Row("tenant forward.payload_header", t.forward.payloadHeader, "X-Attest-Claims"),
@@ -106,9 +110,10 @@ import Testing
           workers: 4
           max_body_bytes: 1MiB
           max_proxy_body_bytes: 1GiB
-          timeouts: { read: 5s, header: 3s, body_min_rate: 1000, body_rate_window: 2s, write: 6s, idle: 2m, upstream_connect: 500ms, upstream_response: 1h }
+          timeouts: { read: 5s, header: 3s, body_min_rate: 1000, body_rate_window: 2s, write: 6s, idle: 2m, upstream_connect: 500ms, upstream_response: 1h, tls_handshake: 4s }
           shutdown_grace: 0s
           trusted_proxies: [10.0.0.0/8, "fd00::/8"]
+          tls: { cert: Apple_App_Attestation_Root_CA.pem, key: ../.run/keys/dev-es256-1.pem }
         admin:
           listen: 10.1.2.3:9000
           token_env: ADMIN_TOKEN
@@ -132,6 +137,7 @@ import Testing
         app_attest: { test_ca: Apple_App_Attestation_Root_CA.pem, allow_test_ca: true }
         tenants_dir: tenants
         log: { format: text, level: debug, access_log: false }
+        resolver: { nameservers: [10.0.0.2, "10.0.0.3:5353", "[fd00::2]:53"], timeout: 250ms }
 
         """
 
@@ -144,7 +150,8 @@ import Testing
         custom_claims:
           plan: pro
           limits: { seats: 5, ratio: 0.5, trial: false, note: ~, tags: [a, "1"] }
-        upstream: http://[::1]:9000/base/
+        upstream: https://[::1]:9000/base/
+        upstream_ca: ../Apple_App_Attestation_Root_CA.pem
         routes:
           - { prefix: /v1/, auth: none }
           - prefix: /v2/
@@ -175,9 +182,14 @@ import Testing
             Row("server.timeouts", g.server.timeouts, ServerTimeouts(
                 read: .seconds(5), header: .seconds(3), bodyMinRate: 1000, bodyRateWindow: .seconds(2),
                 write: .seconds(6), idle: .seconds(120), upstreamConnect: .milliseconds(500),
-                upstreamResponse: .seconds(3_600))),
+                upstreamResponse: .seconds(3_600), tlsHandshake: .seconds(4))),
             Row("server.shutdown_grace", g.server.shutdownGrace, Duration.zero),
             Row("server.trusted_proxies", g.server.trustedProxies.map(\.description), ["10.0.0.0/8", "fd00::/8"]),
+            Row("server.tls", g.server.tls.map { [$0.certificateFile, $0.keyFile] },
+                [conf + "Apple_App_Attestation_Root_CA.pem", conf + "../.run/keys/dev-es256-1.pem"]),
+            Row("server.tls locations", g.server.tls.map { ["\($0.certificateLocation.keyPath):\($0.certificateLocation.line)",
+                                                              "\($0.keyLocation.keyPath):\($0.keyLocation.line)"] },
+                ["server.tls.cert:9", "server.tls.key:9"]),
             Row("admin.listen", g.admin.listen.description, "10.1.2.3:9000"),
             Row("admin.token_file (env only)", g.admin.tokenFile, String?.none),
             Row("admin.token_env", g.admin.tokenEnvironmentVariable, "ADMIN_TOKEN"),
@@ -207,7 +219,11 @@ import Testing
             Row("tenant token", t.token, TenantTokenConfig(audience: "my-api", ttl: .seconds(600), header: "X-App-Token")),
             Row("tenant custom_claims", JSONValue.object(t.customClaims).serializedString(),
                 #"{"limits":{"note":null,"ratio":0.5,"seats":5,"tags":["a","1"],"trial":false},"plan":"pro"}"#),
-            Row("tenant upstream", t.upstream?.description, "http://[::1]:9000/base"),
+            Row("tenant upstream", t.upstream?.description, "https://[::1]:9000/base"),
+            Row("tenant upstream_ca", t.upstreamCA.map { "\($0.path) \($0.location.keyPath):\($0.location.line)" },
+                conf + "tenants/../Apple_App_Attestation_Root_CA.pem upstream_ca:10"),
+            Row("resolver", [g.resolver.nameservers?.joined(separator: " ") ?? "", "\(g.resolver.timeout)"],
+                ["10.0.0.2 10.0.0.3:5353 [fd00::2]:53", "\(Duration.milliseconds(250))"]),
             Row("tenant routes", t.routes, [RouteConfig(prefix: "/v1/", auth: .anonymous),
                                             RouteConfig(prefix: "/v2/", auth: .required)]),
             Row("tenant forward.claims", t.forward.claims, [
@@ -217,7 +233,7 @@ import Testing
             Row("tenant forward.payload_header", t.forward.payloadHeader, String?.none),
             Row("tenant forward.forward_authorization", t.forward.forwardAuthorization, true),
             Row("tenant platform_sso", t.platformSSO, PlatformSSOConfig(
-                pathPrefix: "/psso", pathPrefixLine: 20, clientID: "psso-client", audiences: ["https://idp.example.com/psso/token"],
+                pathPrefix: "/psso", pathPrefixLine: 21, clientID: "psso-client", audiences: ["https://idp.example.com/psso/token"],
                 issuer: "https://gw.example.com", idTokenTTL: .seconds(8 * 3_600), refreshTokenTTL: .seconds(30 * 86_400),
                 refreshTokenIdle: .seconds(7 * 86_400), reuseGrace: .seconds(30), nonceTTL: .seconds(300),
                 nonceClaimName: "request_nonce", clockSkew: .seconds(60))),

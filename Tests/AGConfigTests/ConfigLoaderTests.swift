@@ -55,7 +55,7 @@ import Testing
             "conf/gateway.yaml:7: server.listn: unknown key (did you mean listen?); allowed keys: listen, workers, max_body_bytes, max_proxy_body_bytes, timeouts, shutdown_grace, trusted_proxies, tls",
         ]),
         BadCase(name: "unknown top-level key", files: [("conf/gateway.yaml", gatewayWith("loggin: {}\n"))], expected: [
-            "conf/gateway.yaml:6: loggin: unknown key; allowed keys: server, admin, redis, tokens, challenge, tiers, ip_limits, rate_limits, proxy, quotas, app_attest, tenants_dir, log",
+            "conf/gateway.yaml:6: loggin: unknown key; allowed keys: server, admin, redis, tokens, challenge, tiers, ip_limits, rate_limits, proxy, quotas, app_attest, tenants_dir, log, resolver",
         ]),
         BadCase(name: "wrong types", files: [("conf/gateway.yaml", gatewayWith("""
             server:
@@ -132,11 +132,20 @@ import Testing
                 files: [("conf/gateway.yaml", gatewayWith("proxy:\n  unverified_token_policy: maybe\n"))], expected: [
             "conf/gateway.yaml:7: proxy.unverified_token_policy: expected one of deny, allow, got \"maybe\"",
         ]),
-        BadCase(name: "https upstream", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: https://api.example.com\n")], expected: [
-            #"conf/tenants/example.yaml:3: upstream: only http:// upstreams are supported (the gateway speaks plain HTTP/1.1 to upstreams; terminate TLS in front of the upstream or use a local sidecar), got "https://api.example.com""#,
+        BadCase(name: "upstream_ca beside a plain upstream, or missing", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant
+            + "upstream: http://api.example.com\nupstream_ca: ../Apple_App_Attestation_Root_CA.pem\n"),
+                                                    ("conf/tenants/other.yaml", "team_id: OTHER12345\nbundle_id: com.example.other\n"
+            + "upstream: https://api.example.com\nupstream_ca: missing-ca.pem\n")], expected: [
+            #"conf/tenants/example.yaml:4: upstream_ca: upstream_ca applies to https:// upstreams only; "http://api.example.com:80" is plain http"#,
+            #"conf/tenants/other.yaml:4: upstream_ca: CA file "conf/tenants/missing-ca.pem" does not exist"#,
         ]),
         BadCase(name: "malformed upstream", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: http://api.example.com:http/x?y\n")], expected: [
-            #"conf/tenants/example.yaml:3: upstream: expected http://host[:port][/base path], got "http://api.example.com:http/x?y""#,
+            #"conf/tenants/example.yaml:3: upstream: expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name), got "http://api.example.com:http/x?y""#,
+        ]),
+        BadCase(name: "bad resolver", files: [("conf/gateway.yaml", gatewayWith("resolver:\n  nameservers: [10.0.0.2, dns.internal, \"10.0.0.2:0\"]\n  timeout: 0s\n"))], expected: [
+            #"conf/gateway.yaml:7: resolver.nameservers[1]: expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got "dns.internal""#,
+            #"conf/gateway.yaml:7: resolver.nameservers[2]: expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got "10.0.0.2:0""#,
+            "conf/gateway.yaml:8: resolver.timeout: must be greater than zero",
         ]),
         BadCase(name: "missing required keys", files: [
             ("conf/gateway.yaml", "tokens:\n  keys:\n    - file: ../.run/keys/dev-es256-1.pem\n"),
@@ -184,7 +193,6 @@ import Testing
 
             """)], expected: [
             #"conf/gateway.yaml:5: tokens.keys[0].file: key file "conf/keys/missing.pem" does not exist"#,
-            "conf/gateway.yaml:7: server.tls: TLS is not implemented yet: the port would serve plain HTTP; terminate TLS in front of the gateway (a load balancer, nginx) and remove server.tls",
             "conf/gateway.yaml:7: server.tls.key: missing required key",
             #"conf/gateway.yaml:8: server.tls.cert: certificate file "conf/tls/cert.pem" does not exist"#,
             #"conf/gateway.yaml:10: app_attest.test_ca: test CA file "/nonexistent/test-ca.pem" does not exist"#,

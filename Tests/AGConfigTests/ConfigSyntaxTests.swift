@@ -73,7 +73,8 @@ import Testing
     static let upstreams: [(String, String?)] = [
         ("http://127.0.0.1:9000", "http://127.0.0.1:9000"), ("http://api.internal", "http://api.internal:80"),
         ("http://api.internal:8080/base/", "http://api.internal:8080/base"), ("http://[::1]:9000/v1", "http://[::1]:9000/v1"),
-        ("https://api.example.com", nil), ("ftp://x", nil), ("http://", nil), ("http://user@host", nil),
+        ("https://api.example.com", "https://api.example.com:443"), ("https://10.0.0.9:8443/v2/", "https://10.0.0.9:8443/v2"),
+        ("ftp://x", nil), ("HTTPS://api.example.com", nil), ("https://", nil), ("https://user@host", nil), ("http://", nil), ("http://user@host", nil),
         ("http://host:0", nil), ("http://host/a?b", nil), ("http://host/../x", nil), ("127.0.0.1:9000", nil),
     ]
 
@@ -82,8 +83,9 @@ import Testing
         #expect((try? UpstreamURL.parse(text).get())?.description == expected)
     }
 
-    @Test func httpsUpstreamIsReportedApart() {
-        #expect(UpstreamURL.parse("HTTPS://api.example.com") == .failure(.httpsUnsupported))
+    @Test func httpsUpstreamsSayTheyAreTLS() throws {
+        #expect(try UpstreamURL.parse("https://api.example.com").get().isTLS)
+        #expect(try UpstreamURL.parse("http://api.example.com").get().isTLS == false)
         #expect(UpstreamURL.parse("ftp://api.example.com") == .failure(.malformed))
     }
 

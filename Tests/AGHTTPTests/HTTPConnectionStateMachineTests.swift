@@ -77,3 +77,30 @@ import Testing
         #expect(machine.partialHeadArrived() == .none)
     }
 }
+
+/// The TLS handshake state in front of the first request.
+@Suite struct HTTPConnectionStateMachineTLSTests {
+    @Test func aTLSConnectionHandshakesBeforeItsFirstRequest() {
+        var machine = HTTPConnectionStateMachine(handshaking: true)
+        #expect(machine.state == .handshaking)
+        #expect(machine.partialHeadArrived() == .none, "no head deadline before the handshake finished")
+        machine.requestStarted(keepAlive: true)
+        #expect(machine.state == .handshaking, "no request before the handshake")
+        machine.handshakeCompleted()
+        #expect(machine.state == .idle)
+        machine.handshakeCompleted()
+        #expect(machine.state == .idle, "a second completion changes nothing")
+        #expect(machine.partialHeadArrived() == .startHeadDeadline)
+    }
+
+    @Test func shutdownAndAbortCloseAHandshakingConnection() {
+        var shuttingDown = HTTPConnectionStateMachine(handshaking: true)
+        #expect(shuttingDown.shutdown() == .close)
+        #expect(shuttingDown.isClosed)
+        var aborted = HTTPConnectionStateMachine(handshaking: true)
+        #expect(aborted.abort() == .close)
+        #expect(aborted.isClosed)
+        var peerGone = HTTPConnectionStateMachine(handshaking: true)
+        #expect(peerGone.peerClosed(requestComplete: false) == .close)
+    }
+}

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import AGTestSupport
 @testable import AGHTTP
 import Testing
 

@@ -3,6 +3,7 @@ import AGDevTools
 import Glibc
 #endif
 import Foundation
+import AGTestSupport
 import Synchronization
 import Testing
 @testable import AGHTTP

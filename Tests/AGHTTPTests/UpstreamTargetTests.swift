@@ -1,3 +1,4 @@
+import AGCrypto
 import Testing
 @testable import AGHTTP
 
@@ -9,6 +10,8 @@ import Testing
         ("HTTP://localhost:9000/base", "localhost", 9000, "/base"),
         ("http://[::1]:8081/x", "::1", 8081, "/x"),
         ("http://10.0.0.7", "10.0.0.7", 80, ""),
+        ("http://api.internal:8080/v1", "api.internal", 8080, "/v1"),
+        ("http://my-svc.default.svc.cluster.local", "my-svc.default.svc.cluster.local", 80, ""),
     ])
     func parsesValidURLs(url: String, host: String, port: Int, basePath: String) throws {
         let target = try UpstreamTarget(url: url)
@@ -18,11 +21,14 @@ import Testing
     }
 
     @Test(arguments: [
-        ("https://127.0.0.1:8080", UpstreamTarget.ParseError.unsupportedScheme),
+        ("https://127.0.0.1:8080", UpstreamTarget.ParseError.missingTLSContext),
+        ("ftp://127.0.0.1:8080", .unsupportedScheme),
         ("127.0.0.1:8080", .unsupportedScheme),
         ("http://", .unsupportedScheme),
         ("http://:8080", .missingHost),
-        ("http://api.example.com:8080", .unsupportedHost("api.example.com")),
+        ("http://api..example:8080", .unsupportedHost("api..example")),
+        ("http://256.1.1.1:8080", .unsupportedHost("256.1.1.1")),
+        ("http://bad!name:8080", .unsupportedHost("bad!name")),
         ("http://user@127.0.0.1:8080", .unsupportedHost("user@127.0.0.1:8080")),
         ("http://[::1:8080", .unsupportedHost("[::1:8080")),
         ("http://127.0.0.1:0", .invalidPort("0")),
@@ -39,8 +45,25 @@ import Testing
         #expect(try UpstreamTarget(url: "http://[::1]:8081").hostHeader == "[::1]:8081")
         #expect(try UpstreamTarget(url: "http://127.0.0.1").hostHeader == "127.0.0.1")
         // localhost and 127.0.0.1 share pooled connections; a different port does not.
-        #expect(try UpstreamTarget(url: "http://localhost:81/a").address == UpstreamTarget(url: "http://127.0.0.1:81/b").address)
-        #expect(try UpstreamTarget(url: "http://127.0.0.1:81").address != UpstreamTarget(url: "http://127.0.0.1:82").address)
+        #expect(try UpstreamTarget(url: "http://localhost:81/a").literalEndpoint == UpstreamTarget(url: "http://127.0.0.1:81/b").literalEndpoint)
+        #expect(try UpstreamTarget(url: "http://127.0.0.1:81").literalEndpoint != UpstreamTarget(url: "http://127.0.0.1:82").literalEndpoint)
+        // A name is resolved per request, not at load.
+        #expect(try UpstreamTarget(url: "http://api.internal:81").literalEndpoint == nil)
+    }
+
+    @Test func httpsTargetsKeyTheirPoolByNameAndRoots() throws {
+        let system = try TLSClientContext()
+        let https = try UpstreamTarget(url: "https://API.internal/v1", tls: system)
+        #expect(https.isTLS)
+        #expect(https.port == 443)
+        #expect(https.hostHeader == "API.internal", "443 is https's default port")
+        #expect(https.tlsPeer == TLSPeer(serverName: "api.internal", trust: "system"))
+        #expect(https.description == "https://API.internal/v1")
+        let literal = try UpstreamTarget(url: "https://127.0.0.1:8443", tls: system)
+        let plain = try UpstreamTarget(url: "http://127.0.0.1:8443")
+        #expect(literal.literalEndpoint != plain.literalEndpoint, "a TLS connection never serves a plain target")
+        #expect(literal.literalEndpoint?.tls?.serverName == "127.0.0.1")
+        #expect(try UpstreamTarget(url: "http://h:443", tls: system).isTLS == false, "http:// ignores a context")
     }
 }
 

@@ -9,18 +9,19 @@ final class TenantProxy: Sendable {
     let target: UpstreamTarget
     let headers: ForwardHeaderPolicy
 
-    /// `nil` when the tenant proxies nothing (no routes or no upstream). Throws when the
-    /// upstream's host is a DNS name: names are not resolved (resolving would block a loop or
-    /// go stale between reloads), so the configuration must name an IP literal or `localhost`.
-    static func make(_ config: TenantConfig) throws(ConfigError) -> TenantProxy? {
+    /// `nil` when the tenant proxies nothing (no routes or no upstream). A host name is kept
+    /// as a name: each worker resolves it when forwarding (asynchronously, TTL-cached). An https
+    /// upstream gets the snapshot's client context for its roots (`upstream_ca` or the system
+    /// store), built once per snapshot.
+    static func make(_ config: TenantConfig, tls: UpstreamTLSContexts) throws(ConfigError) -> TenantProxy? {
         guard let upstream = config.upstream, !config.routes.isEmpty else { return nil }
+        let context = upstream.isTLS ? try tls.context(for: config.upstreamCA, tenantFile: config.sourcePath) : nil
         let target: UpstreamTarget
         do {
-            target = try UpstreamTarget(host: upstream.host, port: upstream.port, basePath: upstream.basePath)
+            target = try UpstreamTarget(host: upstream.host, port: upstream.port, basePath: upstream.basePath, tls: context)
         } catch {
-            throw ConfigError(problems: [ConfigProblem(
-                file: config.sourcePath, line: nil, keyPath: "upstream",
-                message: "\(error.description); the proxy does not resolve host names, use an IP address")])
+            throw ConfigError(problems: [ConfigProblem(file: config.sourcePath, line: nil, keyPath: "upstream",
+                                                       message: error.description)])
         }
         return TenantProxy(routes: ProxyRouteTable(config.routes), target: target,
                            headers: ForwardHeaderPolicy(forward: config.forward, tokenHeader: config.token.header,

@@ -16,9 +16,10 @@ final class UpstreamForwarder: Forwarder {
             preconditionFailure("the upstream forwarder serves connections only")
         }
         let server = context.snapshot.gateway.server
-        let hop = ClientHop(peerAddress: request.remoteAddress,
+        var hop = ClientHop(peerAddress: request.remoteAddress,
                             peerTrusted: IPAddress(request.remoteAddress).map(server.trusts) ?? false,
                             requestID: context.requestID)
+        if request.isSecure { hop.scheme = "https" }
         let policy = proxy.headers
         let requestID = context.requestID
         let extra = context.extraHeaders
@@ -50,7 +51,7 @@ final class UpstreamForwarder: Forwarder {
     /// The contract error for an upstream failure that happened before any response byte.
     static func answer(for error: UpstreamError, limit: Int) -> GatewayError {
         switch error {
-        case .connectFailed, .connectionReset, .invalidResponse, .clientAborted: .upstreamUnavailable
+        case .connectFailed, .resolveFailed, .tlsFailed, .connectionReset, .invalidResponse, .clientAborted: .upstreamUnavailable
         case .timeout: .upstreamTimeout
         case .bodyTooLarge: .payloadTooLarge(limit: limit)
         case .clientBodyMalformed(let why): .badRequest("malformed request body: \(why)")
@@ -61,6 +62,8 @@ final class UpstreamForwarder: Forwarder {
         let kind: String
         switch error {
         case .connectFailed: kind = "connect_failed"
+        case .resolveFailed: kind = "resolve_failed"
+        case .tlsFailed: kind = "tls_failed"
         case .connectionReset: kind = "connection_reset"
         case .invalidResponse: kind = "invalid_response"
         case .timeout: kind = "timeout"

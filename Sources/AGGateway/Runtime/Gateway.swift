@@ -29,6 +29,8 @@ final class GatewayShared: Sendable {
     let storeEpoch = StoreEpoch()
     /// The logger with repeated lines rate-limited (request paths, reconnect attempts).
     let throttledLogger: ThrottledLogSink
+    /// The public listener's TLS context, when it was started with `server.tls`.
+    let listenerTLS: ListenerTLS?
     private let reloadGeneration: Mutex<Int>
 
     init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, accessLog: Logger, control: EventLoop,
@@ -43,6 +45,7 @@ final class GatewayShared: Sendable {
         self.throttledLogger = ThrottledLogSink(base: logger, throttle: LogThrottle(time: time))
         self.control = control
         self.reloadGeneration = Mutex(snapshot.generation)
+        self.listenerTLS = snapshot.serverTLS.map(ListenerTLS.init)
     }
 
     /// Re-reads every configuration file; on success swaps the snapshot, otherwise keeps the
@@ -59,6 +62,11 @@ final class GatewayShared: Sendable {
                 let snapshot = try GatewaySnapshot(config: config, generation: generation + 1, adminToken: AdminToken.load(config.gateway))
                 generation += 1
                 snapshots.replace(snapshot)
+                if let listenerTLS, let context = snapshot.serverTLS, let files = config.gateway.server.tls {
+                    // New connections get the new certificate; open ones keep theirs.
+                    listenerTLS.replace(context)
+                    context.logLoaded(logger, files: files, now: time.nowMilliseconds / 1000)
+                }
                 snapshot.warnIfTestCATrusted(logger)
                 metrics.increment("attestgate_config_reloads_total{result=\"ok\"}")
                 logger.info("configuration reloaded", [
@@ -99,6 +107,9 @@ final class GatewayShared: Sendable {
             ("log.level", a.log.level.rawValue, b.log.level.rawValue),
             // A reload reads the new directory, but the watcher keeps watching the old one.
             ("tenants_dir", a.tenantsDirectory, b.tenantsDirectory),
+            // Certificates reload; turning TLS on or off needs a restart (ListenerTLS says why).
+            ("server.tls", a.server.tls == nil ? "off" : "on", b.server.tls == nil ? "off" : "on"),
+            ("resolver", "\(a.resolver)", "\(b.resolver)"),
         ]
     }
 }
@@ -189,6 +200,9 @@ public final class Gateway: Sendable {
             logger.warn("no admin token configured: the admin API refuses every call", [])
         }
         snapshot.warnIfTestCATrusted(logger)
+        if let context = snapshot.serverTLS, let files = gateway.server.tls {
+            context.logLoaded(logger, files: files, now: Int64(Date().timeIntervalSince1970))
+        }
         let control = EventLoop()
         let aligned = time == nil ? AlignedTime() : nil
         shared = GatewayShared(configPath: configPath, snapshot: snapshot, logger: logger,
@@ -245,6 +259,7 @@ public final class Gateway: Sendable {
         }
         logger.info("attestgate serving", [
             ("listen", .string("\(gateway.server.listen.host):\(publicPort)")),
+            ("tls", .bool(gateway.server.tls != nil)),
             ("admin", .string("\(gateway.admin.listen.host):\(adminPort)")),
             ("workers", .int(workerCount)), ("tenants", .int(config.tenants.all.count)),
         ])

@@ -1,4 +1,5 @@
 import AGConfig
+import AGCrypto
 import Synchronization
 
 /// One immutable, validated view of the configuration plus everything derived from it.
@@ -17,6 +18,8 @@ public final class GatewaySnapshot: Sendable {
     let platformSSO: PlatformSSORoutes
     /// Roots App Attest attestations must chain to (Apple's, plus the test CA when configured).
     let appAttestRoots: AppAttestRoots
+    /// The public listener's TLS context from `server.tls` (chain and key checked), or nil.
+    let serverTLS: TLSServerContext?
 
     public var gateway: GatewayConfig { config.gateway }
 
@@ -30,6 +33,7 @@ public final class GatewaySnapshot: Sendable {
         var problems: [ConfigProblem] = []
         var tokenKeys: TokenKeys?
         var appAttestRoots: AppAttestRoots?
+        var serverTLS: TLSServerContext?
         do {
             tokenKeys = try TokenKeys(config.gateway.tokens)
         } catch {
@@ -40,12 +44,21 @@ public final class GatewaySnapshot: Sendable {
         } catch {
             problems += error.problems
         }
+        if let files = config.gateway.server.tls {
+            do {
+                serverTLS = try TLSServerContext.load(files)
+            } catch {
+                problems += error.problems
+            }
+        }
         guard problems.isEmpty, let tokenKeys, let appAttestRoots else { throw ConfigError(problems: problems) }
         self.tokenKeys = tokenKeys
         self.appAttestRoots = appAttestRoots
+        self.serverTLS = serverTLS
         var tenants: [String: Tenant] = [:]
+        let upstreamTLS = UpstreamTLSContexts()
         for tenantConfig in config.tenants.all {
-            tenants[tenantConfig.appID] = try Tenant(config: tenantConfig)
+            tenants[tenantConfig.appID] = try Tenant(config: tenantConfig, upstreamTLS: upstreamTLS)
         }
         self.tenants = tenants
         platformSSO = PlatformSSORoutes(tenants: tenants.values, signer: tokenKeys.signer)

@@ -27,6 +27,7 @@ final class Worker {
         self.shared = shared
         let snapshot = shared.snapshots.snapshot
         let metrics = shared.metrics.makeWorkerMetrics()
+        Self.installResolver(snapshot.gateway.resolver, on: loop, logger: shared.logger)
         accessLog = AccessLogBuffer(loop: loop, sink: shared.accessLog)
         redis = RedisClient(url: snapshot.gateway.redis.url, loop: loop, timeout: snapshot.gateway.redis.timeout)
         upstreams = UpstreamPool(loop: loop)
@@ -63,7 +64,8 @@ final class Worker {
         let publicRouter = PublicRouter(services: services)
         let adminRouter = AdminRouter(services: services)
         publicServer = HTTPServer(loop: loop, socket: publicSocket, configuration: configuration,
-                                  delegate: Self.serverDelegate(listener: "public", index: index, services: services)) { request in
+                                  delegate: Self.serverDelegate(listener: "public", index: index, services: services),
+                                  tls: Self.listenerTLS(shared, timeouts: timeouts)) { request in
             publicRouter.handle(request)
         }
         // The admin listener accepts through the reserved descriptor when the process is out of them.
@@ -84,11 +86,12 @@ final class Worker {
     }
 
     /// What the HTTP layer hands back: its own refusals (answered with the gateway's envelope,
-    /// request id and access-log line) and accept pauses at the descriptor limit.
+    /// request id and access-log line), accept pauses at the descriptor limit, TLS handshakes.
     private static func serverDelegate(listener: String, index: Int, services: RouteServices) -> HTTPServerDelegate {
         let logger = services.logger
+        let metrics = services.metrics
         let workerIndex = index
-        return HTTPServerDelegate(localReply: { request, error in
+        var delegate = HTTPServerDelegate(localReply: { request, error in
             let context = RequestContext(request: request, services: services)
             context.route = "local"
             context.fail(GatewayError(status: error.status, code: error.code, message: error.message))
@@ -97,6 +100,12 @@ final class Worker {
                         [("listener", .string(listener)), ("worker", .int(workerIndex)), ("errno", .int(Int(code))),
                          ("failures", .int(failures))])
         })
+        delegate.tlsHandshakeFailed = { failure in
+            metrics.increment(TLSHandshakeSeries.failures[failure.reason] ?? "attestgate_tls_handshake_failures_total")
+            logger.debug("TLS handshake failed", [("reason", .string(failure.reason.rawValue)), ("detail", .string(failure.detail))])
+        }
+        delegate.tlsHandshakeCompleted = { version in metrics.increment(TLSHandshakeSeries.completed(version)) }
+        return delegate
     }
 
     /// Stops accepting, lets in-flight requests finish within `grace`, then stops the loop.

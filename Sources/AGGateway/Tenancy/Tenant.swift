@@ -17,13 +17,13 @@ final class Tenant: Sendable {
 
     var appID: String { config.appID }
 
-    init(config: TenantConfig) throws(ConfigError) {
+    init(config: TenantConfig, upstreamTLS: UpstreamTLSContexts) throws(ConfigError) {
         self.config = config
         keyPrefix = "ag:{\(config.appID)}:"
         bucketKeys = TenantBucketKeys(appID: config.appID)
         rpIDHash = SHA256.hash(Array(config.appID.utf8))
         series = TenantSeries(appID: config.appID)
-        proxy = try TenantProxy.make(config)
+        proxy = try TenantProxy.make(config, tls: upstreamTLS)
     }
 
     /// The check of the tenant's `bucket` on `tier`.

@@ -6,6 +6,8 @@
 /// previous response is complete, which is what keeps responses in request order.
 struct HTTPConnectionStateMachine: Equatable {
     enum State: Equatable {
+        /// A TLS connection before its handshake finished (the handshake deadline runs).
+        case handshaking
         /// Between requests: nothing of the next head has arrived (idle timeout runs).
         case idle
         /// Part of a head has arrived; the head deadline runs and no byte resets it.
@@ -38,9 +40,20 @@ struct HTTPConnectionStateMachine: Equatable {
         case close
     }
 
-    private(set) var state: State = .idle
+    private(set) var state: State
+
+    /// A plain connection starts idle, a TLS one handshaking.
+    init(handshaking: Bool = false) {
+        state = handshaking ? .handshaking : .idle
+    }
 
     var isClosed: Bool { state == .closed }
+
+    /// The TLS handshake finished: the connection waits for its first request.
+    mutating func handshakeCompleted() {
+        guard state == .handshaking else { return }
+        state = .idle
+    }
 
     /// Bytes of a head arrived but not the whole head.
     mutating func partialHeadArrived() -> Action {
@@ -53,7 +66,7 @@ struct HTTPConnectionStateMachine: Equatable {
     mutating func requestStarted(keepAlive: Bool) {
         switch state {
         case .idle, .readingHead: state = .serving(Serving(keepAlive: keepAlive))
-        case .serving, .draining, .closed: break
+        case .handshaking, .serving, .draining, .closed: break
         }
     }
 
@@ -94,7 +107,7 @@ struct HTTPConnectionStateMachine: Equatable {
     /// The server is shutting down: idle connections close now, busy ones after their answer.
     mutating func shutdown() -> Action {
         switch state {
-        case .idle, .readingHead:
+        case .handshaking, .idle, .readingHead:
             state = .closed
             return .close
         case .serving(var serving):

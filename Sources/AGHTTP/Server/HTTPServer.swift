@@ -3,6 +3,7 @@ import Glibc
 #endif
 internal import CEvent
 public import AGEventLoop
+public import AGCrypto
 
 /// Timeouts and limits of one server.
 public struct HTTPServerConfiguration: Sendable {
@@ -43,15 +44,24 @@ public struct HTTPServerDelegate {
     /// last report. Called at most once per `reportInterval`.
     public var acceptFailed: ((_ errno: Int32, _ failures: Int) -> Void)?
     public var reportInterval: Duration = .seconds(10)
+    /// A TLS handshake failed (a connection closed before sending any byte is not reported).
+    public var tlsHandshakeFailed: ((TLSHandshakeFailure) -> Void)?
+    /// A TLS handshake completed, with the negotiated version (`TLSv1.3`).
+    public var tlsHandshakeCompleted: ((String) -> Void)?
 
     public init(localReply: ((HTTPServerRequest, HTTPLocalError) -> Void)? = nil,
-                acceptFailed: ((Int32, Int) -> Void)? = nil) {
+                acceptFailed: ((Int32, Int) -> Void)? = nil,
+                tlsHandshakeFailed: ((TLSHandshakeFailure) -> Void)? = nil,
+                tlsHandshakeCompleted: ((String) -> Void)? = nil) {
         self.localReply = localReply
         self.acceptFailed = acceptFailed
+        self.tlsHandshakeFailed = tlsHandshakeFailed
+        self.tlsHandshakeCompleted = tlsHandshakeCompleted
     }
 }
 
-/// An HTTP/1.1 server on one event loop, accepting from a shared listening socket.
+/// An HTTP/1.1 server on one event loop, accepting from a shared listening socket, in plain
+/// TCP or in TLS (OpenSSL bufferevents).
 ///
 /// Built directly on bufferevents rather than evhttp, because a proxy must stream request
 /// bodies (evhttp buffers them whole) and see header fields exactly as sent.
@@ -60,6 +70,8 @@ public final class HTTPServer {
     let configuration: HTTPServerConfiguration
     let handler: (HTTPServerRequest) -> Void
     let delegate: HTTPServerDelegate
+    /// Set for a TLS listener: every accepted connection handshakes first.
+    let tls: HTTPServerTLS?
     private var listener: OpaquePointer?
     private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
     private var shutdownCompletion: (() -> Void)?
@@ -74,11 +86,13 @@ public final class HTTPServer {
     public private(set) var acceptFailures = 0
 
     public init(loop: EventLoop, socket: ListeningSocket, configuration: HTTPServerConfiguration,
-                delegate: HTTPServerDelegate = HTTPServerDelegate(), handler: @escaping (HTTPServerRequest) -> Void) {
+                delegate: HTTPServerDelegate = HTTPServerDelegate(), tls: HTTPServerTLS? = nil,
+                handler: @escaping (HTTPServerRequest) -> Void) {
         self.loop = loop
         self.configuration = configuration
         self.handler = handler
         self.delegate = delegate
+        self.tls = tls
         let context = Unmanaged.passUnretained(self).toOpaque()
         listener = evconnlistener_new(loop.base, { _, fd, address, _, context in
             Unmanaged<HTTPServer>.fromOpaque(context!).takeUnretainedValue().accept(fd: fd, address: address, reserved: false)
@@ -101,7 +115,11 @@ public final class HTTPServer {
             if reserved { ReservedDescriptor.acquire() }
             return
         }
-        let connection = HTTPServerConnection(server: self, fd: fd, remoteAddress: ipString(address), reserved: reserved)
+        guard let connection = HTTPServerConnection(server: self, fd: fd, remoteAddress: ipString(address), reserved: reserved,
+                                                    tls: tls?.context()) else {
+            if reserved { ReservedDescriptor.acquire() }
+            return
+        }
         connections[ObjectIdentifier(connection)] = connection
         connection.start()
     }

@@ -1,5 +1,6 @@
 internal import CEvent
 internal import AGEventLoop
+internal import AGCrypto
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,16 +11,21 @@ import Glibc
 /// on the bufferevent. Memory is bounded: input by the read watermark, output by
 /// `maxPendingOutput` (no further pipelined head is read above it), and a client that does not
 /// read its answers is cut off by the write timeout, which only the client's progress resets.
+///
+/// A TLS connection (an OpenSSL bufferevent) starts in `.handshaking` under the handshake
+/// deadline, and leaves writing to libevent (it cannot write past the TLS layer itself).
 final class HTTPServerConnection {
-    private unowned let server: HTTPServer
+    unowned let server: HTTPServer
     private var bev: OpaquePointer?
     let remoteAddress: String
+    /// The connection is TLS (the request's `isSecure`, `X-Forwarded-Proto: https`).
+    let isSecure: Bool
     let output: OpaquePointer
     let input: OpaquePointer
     /// Accepted through the process's reserved descriptor (given back when closed).
     let reserved: Bool
     private(set) var current: HTTPServerRequest?
-    private var machine = HTTPConnectionStateMachine()
+    var machine: HTTPConnectionStateMachine
     /// A handler that answers inside its own call must not parse the next pipelined head
     /// there too: the outer loop in `processInput` picks it up (a re-entrancy guard, not state).
     private var parsingInput = false
@@ -32,14 +38,33 @@ final class HTTPServerConnection {
     /// Body bytes seen when the current body-rate window started.
     var bodyWindowStart: Int?
 
-    init(server: HTTPServer, fd: Int32, remoteAddress: String, reserved: Bool) {
+    /// Wraps an accepted socket, in TLS when `tls` is given; nil (socket closed) when OpenSSL or
+    /// libevent cannot make the connection.
+    init?(server: HTTPServer, fd: Int32, remoteAddress: String, reserved: Bool, tls: TLSServerContext?) {
         self.server = server
         self.remoteAddress = remoteAddress
         self.reserved = reserved
+        isSecure = tls != nil
+        machine = HTTPConnectionStateMachine(handshaking: tls != nil)
         // Responses are written whole; Nagle would only delay a head and body sent apart.
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bev = bufferevent_socket_new(server.loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))!
+        let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
+        let made: OpaquePointer?
+        if let tls {
+            // The bufferevent owns the SSL from here (freed with it, failure included).
+            made = tls.makeConnection().flatMap {
+                bufferevent_openssl_socket_new(server.loop.base, fd, $0, BUFFEREVENT_SSL_ACCEPTING, options)
+            }
+            // Clients often close without close_notify; HTTP framing tells truncation apart.
+            if let made { bufferevent_openssl_set_allow_dirty_shutdown(made, 1) }
+        } else {
+            made = bufferevent_socket_new(server.loop.base, fd, options)
+        }
+        guard let bev = made else {
+            evutil_closesocket(fd)
+            return nil
+        }
         self.bev = bev
         self.input = bufferevent_get_input(bev)
         self.output = bufferevent_get_output(bev)
@@ -53,6 +78,9 @@ final class HTTPServerConnection {
 
     var configuration: HTTPServerConfiguration { server.configuration }
 
+    /// The bufferevent, for the TLS extension (nil once closed).
+    var bufferEvent: OpaquePointer? { bev }
+
     func start() {
         guard let bev else { return }
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -64,6 +92,12 @@ final class HTTPServerConnection {
             Unmanaged<HTTPServerConnection>.fromOpaque(context!).takeUnretainedValue().event(events)
         }, context)
         bufferevent_setwatermark(bev, Int16(EV_READ), 0, configuration.readHighWatermark)
+        if let handshakeTimeout = server.tls?.handshakeTimeout, isSecure {
+            setTimeouts(read: nil)
+            armDeadline(after: handshakeTimeout)
+            bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
+            return
+        }
         setTimeouts(read: configuration.idleTimeout)
         // Writes go straight to the socket (`flushOutput`); EV_WRITE is only armed while a
         // write is left over, which saves two epoll_ctl calls per response.
@@ -74,8 +108,10 @@ final class HTTPServerConnection {
     /// Writes queued output to the socket now; arms EV_WRITE only for what the socket did not
     /// take. EV_WRITE is never re-armed while armed: re-arming restarts the write timeout,
     /// which must run from the last progress the client allowed, not from our last answer.
+    /// On TLS, EV_WRITE stays enabled and libevent encrypts and writes what is queued (it arms
+    /// the write event, with its timeout, only when output arrives in an empty buffer).
     func flushOutput() {
-        guard let bev, evbuffer_get_length(output) > 0 else { return }
+        guard let bev, !isSecure, evbuffer_get_length(output) > 0 else { return }
         guard bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 else { return }
         _ = evbuffer_write(output, bufferevent_getfd(bev))
         if evbuffer_get_length(output) > 0 {
@@ -120,10 +156,10 @@ final class HTTPServerConnection {
     }
 
     private func deadlineFired() {
-        if machine.state == .readingHead {
-            refuse(.headTimeout)
-        } else {
-            bodyRateWindowEnded()
+        switch machine.state {
+        case .handshaking: handshakeTimedOut()
+        case .readingHead: refuse(.headTimeout)
+        default: bodyRateWindowEnded()
         }
     }
 
@@ -230,16 +266,16 @@ final class HTTPServerConnection {
             processInput()
         case .drainThenClose:
             setReading(false)
-            if evbuffer_get_length(output) == 0 { _ = machine.outputDrained(); close() }
+            if evbuffer_get_length(output) == 0 { _ = machine.outputDrained(); close(notifyPeer: true) }
         default:
             break
         }
     }
 
     private func writable() {
-        if let bev { bufferevent_disable(bev, Int16(EV_WRITE)) }
+        if let bev, !isSecure { bufferevent_disable(bev, Int16(EV_WRITE)) }
         if machine.outputDrained() == .close {
-            close()
+            close(notifyPeer: true)
             return
         }
         if let current {
@@ -252,8 +288,9 @@ final class HTTPServerConnection {
 
     /// The server is shutting down.
     func shutdown() {
+        let handshaking = machine.state == .handshaking
         if machine.shutdown() == .close {
-            close()
+            close(notifyPeer: !handshaking)
         } else {
             current?.keepAlive = false
         }
@@ -262,6 +299,10 @@ final class HTTPServerConnection {
     // MARK: Events
 
     private func event(_ events: Int16) {
+        if machine.state == .handshaking {
+            handshakeEvent(events)
+            return
+        }
         if events & Int16(BEV_EVENT_EOF) != 0, events & Int16(BEV_EVENT_WRITING) == 0, let request = current,
            !request.finished {
             if machine.peerClosed(requestComplete: request.decoder.isDone) == .stopReading {
@@ -271,12 +312,17 @@ final class HTTPServerConnection {
                 return
             }
         }
-        close()
+        // A timeout is ours to end cleanly; after an error or the peer's close there is no one to tell.
+        close(notifyPeer: events & Int16(BEV_EVENT_TIMEOUT) != 0)
     }
 
-    func close() {
+    /// Closes the connection; `notifyPeer` sends a TLS close_notify first (an orderly end,
+    /// after the handshake and without a fatal TLS error).
+    func close(notifyPeer: Bool = false) {
+        let handshakeDone = machine.state != .handshaking
         _ = machine.abort()
         guard let bev else { return }
+        if notifyPeer, handshakeDone, let ssl = tlsConnection { TLSConnectionInfo.sendCloseNotify(ssl) }
         cancelDeadline()
         deadline = nil
         if let request = current, !request.finished {

@@ -16,6 +16,8 @@ public enum HTTPBodyError: Error, Sendable, Equatable {
 public final class HTTPServerRequest {
     public let head: HTTPRequestHead
     public let remoteAddress: String
+    /// Arrived over TLS.
+    public let isSecure: Bool
     public let framing: BodyFraming
     /// Monotonic time the head was parsed, for latency and access logs.
     public let startedAt: ContinuousClock.Instant
@@ -53,6 +55,7 @@ public final class HTTPServerRequest {
     init(connection: HTTPServerConnection, head: HTTPRequestHead, framing: BodyFraming, remoteAddress: String,
          localError: HTTPLocalError? = nil) {
         self.connection = connection
+        self.isSecure = connection.isSecure
         self.head = head
         self.framing = framing
         self.remoteAddress = remoteAddress

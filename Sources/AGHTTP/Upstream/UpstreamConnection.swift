@@ -3,15 +3,21 @@ import Glibc
 #endif
 internal import CEvent
 internal import AGEventLoop
+internal import AGCrypto
 
-/// One TCP connection to an upstream: connecting, serving one exchange, or idle in the pool.
+/// One TCP or TLS connection to an upstream: connecting, serving one exchange, or idle in the
+/// pool.
 ///
 /// Loop thread only. While serving, the exchange keeps it alive; while idle, the pool does.
-/// The pool is referenced weakly: idle connections die with it.
+/// The pool is referenced weakly: idle connections die with it. A TLS connection reports
+/// BEV_EVENT_CONNECTED once its handshake (certificate and name verified) is done, and leaves
+/// writing to libevent, which cannot be bypassed under TLS.
 final class UpstreamConnection {
     private weak var pool: UpstreamPool?
-    let address: UpstreamAddress
+    let endpoint: UpstreamEndpoint
     private var bev: OpaquePointer?
+    /// The connection speaks TLS.
+    let isSecure: Bool
     let input: OpaquePointer
     let output: OpaquePointer
     /// The exchange being served; nil while idle in the pool.
@@ -22,19 +28,41 @@ final class UpstreamConnection {
     private var connected = false
     var isOpen: Bool { bev != nil }
 
-    /// Opens a non-blocking socket and starts connecting; the outcome arrives as an event.
-    init(pool: UpstreamPool, address: UpstreamAddress, connectTimeout: Duration) throws(UpstreamError) {
+    /// Opens a non-blocking socket and starts connecting (and, with `tls`, the handshake for
+    /// the endpoint's server name); the outcome arrives as an event.
+    init(pool: UpstreamPool, endpoint: UpstreamEndpoint, tls: TLSClientContext?, connectTimeout: Duration) throws(UpstreamError) {
         self.pool = pool
-        self.address = address
-        let family = address.isIPv6 ? AF_INET6 : AF_INET
+        self.endpoint = endpoint
+        isSecure = tls != nil
+        let family = endpoint.address.family == .v6 ? AF_INET6 : AF_INET
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .connectFailed(String(cString: strerror(errno))) }
         // Heads and small bodies go out as written; Nagle would hold them for an ACK.
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        guard let bev = bufferevent_socket_new(pool.loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
+        let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
+        let made: OpaquePointer?
+        if let tls, let peer = endpoint.tls {
+            // Connect first, then let the TLS bufferevent wait for writability and handshake.
+            let started = endpoint.address.withSocketAddress(port: endpoint.port) { Glibc.connect(fd, $0, $1) }
+            guard started == 0 || errno == EINPROGRESS else {
+                let why = String(cString: strerror(errno))
+                Glibc.close(fd)
+                throw .connectFailed(why)
+            }
+            guard let ssl = tls.makeConnection(host: peer.serverName) else {
+                Glibc.close(fd)
+                throw .tlsFailed("cannot set up TLS for \(peer.serverName)")
+            }
+            // The bufferevent owns the SSL from here, failure included.
+            made = bufferevent_openssl_socket_new(pool.loop.base, fd, ssl, BUFFEREVENT_SSL_CONNECTING, options)
+            if let made { bufferevent_openssl_set_allow_dirty_shutdown(made, 1) }
+        } else {
+            made = bufferevent_socket_new(pool.loop.base, fd, options)
+        }
+        guard let bev = made else {
             Glibc.close(fd)
-            throw .connectFailed("bufferevent_socket_new failed")
+            throw .connectFailed("cannot create the upstream connection")
         }
         self.bev = bev
         input = bufferevent_get_input(bev)
@@ -51,16 +79,22 @@ final class UpstreamConnection {
             withExtendedLifetime(connection) { connection.event(events) }
         }, context)
         bufferevent_setwatermark(bev, Int16(EV_READ), 0, pool.configuration.highWatermark)
+        pool.connectionOpened()
+        if isSecure {
+            // Each step of connect and handshake waits for one direction: both are bounded.
+            setTimeouts(read: connectTimeout, write: connectTimeout)
+            return
+        }
         // The write timeout covers the connect: libevent waits for writability meanwhile.
         setTimeouts(read: nil, write: connectTimeout)
-        let started = address.withSockaddr { bufferevent_socket_connect(bev, UnsafeMutablePointer(mutating: $0), Int32($1)) }
+        let started = endpoint.address.withSocketAddress(port: endpoint.port) {
+            bufferevent_socket_connect(bev, UnsafeMutablePointer(mutating: $0), Int32($1))
+        }
         if started != 0 {
             let why = String(cString: strerror(errno))
-            bufferevent_free(bev)
-            self.bev = nil
+            close()
             throw .connectFailed(why)
         }
-        pool.connectionOpened()
     }
 
     deinit {
@@ -90,9 +124,10 @@ final class UpstreamConnection {
 
     /// Writes queued output straight to the socket; arms EV_WRITE only for what the socket did
     /// not take (libevent writes the rest and calls `writable` once drained). This spares two
-    /// epoll_ctl calls per request. Write errors surface through the armed event.
+    /// epoll_ctl calls per request. Write errors surface through the armed event. Under TLS,
+    /// EV_WRITE stays enabled and libevent arms the write event when output arrives.
     func flushOutput() {
-        guard let bev, connected, evbuffer_get_length(output) > 0 else { return }
+        guard let bev, connected, !isSecure, evbuffer_get_length(output) > 0 else { return }
         if bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 {
             _ = evbuffer_write(output, bufferevent_getfd(bev))
         }
@@ -130,18 +165,29 @@ final class UpstreamConnection {
     }
 
     private func writable() {
-        if let bev, connected { bufferevent_disable(bev, Int16(EV_WRITE)) }
+        if let bev, connected, !isSecure { bufferevent_disable(bev, Int16(EV_WRITE)) }
         exchange?.upstreamWritable(self)
     }
 
     private func event(_ events: Int16) {
+        let error = events & Int16(BEV_EVENT_ERROR) != 0 ? errno : 0
         if events & Int16(BEV_EVENT_CONNECTED) != 0 { connected = true }
         if let exchange {
-            let error = events & Int16(BEV_EVENT_ERROR) != 0 ? errno : 0
             exchange.upstreamEvent(self, events: events, error: error)
         } else {
             discard()
         }
+    }
+
+    /// Why a TLS connection failed before it was established: the TLS failure (certificate,
+    /// name, protocol), or nil when TLS reported nothing (the TCP connect itself failed).
+    func handshakeFailure() -> TLSHandshakeFailure? {
+        guard isSecure, !connected, let bev else { return nil }
+        var errors: [UInt] = []
+        while case let code = bufferevent_get_openssl_error(bev), code != 0 { errors.append(code) }
+        let ssl = bufferevent_openssl_get_ssl(bev)
+        let failure = TLSHandshakeFailure(errors: errors.reversed(), connection: ssl)
+        return failure.reason == .closed && errors.isEmpty ? nil : failure
     }
 
     private func discard() {

@@ -5,14 +5,18 @@ import Glibc
 #endif
 internal import CEvent
 
-/// One forwarded request: writes the head, streams the client's body up and the upstream's
-/// response down with backpressure both ways, and reports the outcome once.
+/// One forwarded request: finds a connection (an idle one, or a new one to the target's
+/// address, resolved and tried in turn for a host name: `UpstreamExchange+Endpoints`), writes
+/// the head, streams the client's body up and the upstream's response down with backpressure
+/// both ways, and reports the outcome once.
 ///
 /// Loop thread only. The connection serving it keeps it alive; the request's hooks refer to it
 /// weakly, so a finished exchange is freed as soon as its connection lets go. It keeps the
 /// pool alive while in flight.
 final class UpstreamExchange {
-    private enum State {
+    enum State {
+        /// Waiting for the resolver (host-name targets without a cached answer).
+        case resolving
         case connecting
         /// Head written; the body may still be streaming up; waiting for the response head.
         case awaitingHead
@@ -20,18 +24,23 @@ final class UpstreamExchange {
         case finished
     }
 
-    private let pool: UpstreamPool
+    let pool: UpstreamPool
     private let request: HTTPServerRequest
-    private let address: UpstreamAddress
+    let target: UpstreamTarget
     private let head: [UInt8]
-    private let timeouts: UpstreamTimeouts
+    let timeouts: UpstreamTimeouts
     private let maxBodyBytes: Int
     private let responseFields: ((HTTPResponseHead, inout HTTPHeadWriter) -> Void)?
     private let completion: (UpstreamOutcome) -> Void
     private let startedAt: ContinuousClock.Instant
 
-    private var state = State.connecting
+    var state = State.connecting
     private var connection: UpstreamConnection?
+    /// The endpoint being used.
+    var endpoint: UpstreamEndpoint?
+    /// A host name's endpoints in the order they are tried; empty for an IP literal.
+    var candidates: [UpstreamEndpoint] = []
+    var candidateIndex = 0
     private var retried = false
     private var bodyStreamStarted = false
     private var bodyBytesSent = 0
@@ -45,12 +54,12 @@ final class UpstreamExchange {
     /// Upstream reads are off because the client's output is full.
     private var readsPaused = false
 
-    init(pool: UpstreamPool, request: HTTPServerRequest, address: UpstreamAddress, head: [UInt8],
+    init(pool: UpstreamPool, request: HTTPServerRequest, target: UpstreamTarget, head: [UInt8],
          timeouts: UpstreamTimeouts, maxBodyBytes: Int, responseFields: ((HTTPResponseHead, inout HTTPHeadWriter) -> Void)?,
          completion: @escaping (UpstreamOutcome) -> Void) {
         self.pool = pool
         self.request = request
-        self.address = address
+        self.target = target
         self.head = head
         self.timeouts = timeouts
         self.maxBodyBytes = maxBodyBytes
@@ -59,10 +68,15 @@ final class UpstreamExchange {
         self.startedAt = .now
     }
 
-    /// Takes a pooled connection (LIFO) or opens a new one.
+    /// Takes a pooled connection (LIFO) or opens a new one; a host name is resolved first.
     func start() {
         request.onAbort = { [weak self] in self?.clientAborted() }
-        if let pooled = pool.takeIdle(address) {
+        guard let literal = target.literalEndpoint else {
+            resolve()
+            return
+        }
+        endpoint = literal
+        if let pooled = pool.takeIdle(literal) {
             attach(pooled)
             send()
         } else {
@@ -70,23 +84,25 @@ final class UpstreamExchange {
         }
     }
 
-    private func connect() {
+    func connect() {
         state = .connecting
+        guard let endpoint else { return }
+        pool.connectAttempts += 1
         do {
-            attach(try UpstreamConnection(pool: pool, address: address, connectTimeout: timeouts.connect))
+            attach(try UpstreamConnection(pool: pool, endpoint: endpoint, tls: target.tls, connectTimeout: timeouts.connect))
         } catch {
-            fail(error)
+            connectFailed(error)
         }
     }
 
-    private func attach(_ connection: UpstreamConnection) {
+    func attach(_ connection: UpstreamConnection) {
         self.connection = connection
         connection.exchange = self
     }
 
     /// Lets go of the connection, closing it unless `reuse`; the connection may have been the
     /// last owner of this exchange, so callers keep `self` alive while they finish.
-    private func detach(reuse: Bool) {
+    func detach(reuse: Bool) {
         guard let connection else { return }
         self.connection = nil
         if reuse {
@@ -98,7 +114,7 @@ final class UpstreamExchange {
 
     // MARK: Request
 
-    private func send() {
+    func send() {
         guard let connection else { return }
         state = .awaitingHead
         responseBytesSeen = false
@@ -174,7 +190,7 @@ final class UpstreamExchange {
             readHead(connection)
         case .receivingBody:
             pumpResponseBody()
-        case .connecting, .finished:
+        case .resolving, .connecting, .finished:
             break
         }
     }
@@ -182,13 +198,18 @@ final class UpstreamExchange {
     func upstreamEvent(_ connection: UpstreamConnection, events: Int16, error: Int32) {
         if events & Int16(BEV_EVENT_CONNECTED) != 0 {
             guard state == .connecting else { return }
+            if let endpoint { pool.connectSucceeded(endpoint) }
             send()
             return
         }
         let timedOut = events & Int16(BEV_EVENT_TIMEOUT) != 0
         switch state {
         case .connecting:
-            fail(timedOut ? .timeout : .connectFailed(error == 0 ? "connection refused" : String(cString: strerror(error))))
+            if let failure = connection.handshakeFailure() {
+                fail(.tlsFailed(failure.detail))
+            } else {
+                connectFailed(timedOut ? .timeout : .connectFailed(error == 0 ? "connection refused" : String(cString: strerror(error))))
+            }
         case .awaitingHead:
             if timedOut {
                 fail(.timeout)
@@ -206,7 +227,7 @@ final class UpstreamExchange {
             } else {
                 interrupt(.connectionReset)
             }
-        case .finished:
+        case .resolving, .finished:
             break
         }
     }
@@ -359,7 +380,7 @@ final class UpstreamExchange {
     }
 
     /// Fails before any response byte went to the client, or cuts the response short after.
-    private func fail(_ error: UpstreamError) {
+    func fail(_ error: UpstreamError) {
         guard state != .finished else { return }
         if state == .receivingBody {
             interrupt(error)

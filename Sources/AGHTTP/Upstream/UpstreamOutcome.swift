@@ -1,7 +1,12 @@
 /// Why forwarding a request failed.
 public enum UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The TCP connection could not be established (refused, unreachable).
+    /// The TCP connection could not be established (refused, unreachable), on any address.
     case connectFailed(String)
+    /// The upstream's host name did not resolve (unknown name, no answer in time).
+    case resolveFailed(String)
+    /// The TLS handshake with an https upstream failed: its certificate did not verify (roots,
+    /// name, validity) or no protocol version or cipher was shared.
+    case tlsFailed(String)
     /// The upstream closed or reset the connection before the response was complete.
     case connectionReset
     /// The connect, the response head, or a pause between body reads took too long.
@@ -19,7 +24,7 @@ public enum UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
     /// (499 for a client that left, as nginx logs it; nobody receives it).
     public var status: Int {
         switch self {
-        case .connectFailed, .connectionReset, .invalidResponse: 502
+        case .connectFailed, .resolveFailed, .tlsFailed, .connectionReset, .invalidResponse: 502
         case .timeout: 504
         case .bodyTooLarge: 413
         case .clientBodyMalformed: 400
@@ -30,6 +35,8 @@ public enum UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .connectFailed(let why): "upstream connect failed: \(why)"
+        case .resolveFailed(let why): "upstream name not resolved: \(why)"
+        case .tlsFailed(let why): "upstream TLS handshake failed: \(why)"
         case .connectionReset: "upstream closed the connection"
         case .timeout: "upstream timed out"
         case .bodyTooLarge: "request body too large"
@@ -53,7 +60,7 @@ public enum UpstreamOutcome: Sendable, Equatable {
 
 /// Time limits of one forwarded request.
 public struct UpstreamTimeouts: Sendable, Equatable {
-    /// Limit for establishing the TCP connection.
+    /// Limit for establishing the TCP connection, and for each step of a TLS handshake.
     public var connect: Duration
     /// Limit for the response head once the request is sent, and for every pause between
     /// response body reads (and request body writes).
@@ -76,6 +83,9 @@ public struct UpstreamPoolConfiguration: Sendable {
     public var highWatermark = 256 * 1024
     /// Largest accepted upstream response head.
     public var maxResponseHeadBytes = 64 * 1024
+    /// How long an address that refused a connection is tried after the others of its host
+    /// name (so a dead address costs one failed connect per period, not one per request).
+    public var failedAddressBackoff: Duration = .seconds(10)
 
     public init() {}
 }

@@ -3,13 +3,18 @@ public import AGEventLoop
 
 /// Keep-alive HTTP/1.1 connections to upstreams, and the forwarding of requests over them.
 ///
-/// One pool per worker event loop; loop thread only. Idle connections are kept per upstream
-/// address and reused most-recent first, so a steady load runs on few warm connections and
-/// the rarely used ones expire.
+/// One pool per worker event loop; loop thread only. Idle connections are kept per endpoint
+/// (address, port and, for TLS, the verified name and roots) and reused most-recent first, so a
+/// steady load runs on few warm connections and the rarely used ones expire. Host names are
+/// resolved with the loop's `DNSResolver`; an address that refused a connection is tried after
+/// the others for `failedAddressBackoff`.
 public final class UpstreamPool {
     let loop: EventLoop
     let configuration: UpstreamPoolConfiguration
-    private var idle: [UpstreamAddress: [UpstreamConnection]] = [:]
+    private var idle: [UpstreamEndpoint: [UpstreamConnection]] = [:]
+    /// Addresses of host names that recently failed to connect, and until when they go last.
+    private var failedUntil: [UpstreamEndpoint: ContinuousClock.Instant] = [:]
+    private let configuredResolver: DNSResolver?
     /// Decoded response bytes pass through here on their way to the client; always left empty.
     let scratch: OpaquePointer
     /// Request heads are built here; its buffer is reused from request to request.
@@ -19,21 +24,30 @@ public final class UpstreamPool {
 
     /// Connections currently open (connecting, serving or idle).
     public private(set) var openConnectionCount = 0
+    /// Connections the pool started to open, since it was created.
+    public internal(set) var connectAttempts = 0
 
-    public init(loop: EventLoop, configuration: UpstreamPoolConfiguration = UpstreamPoolConfiguration()) {
+    /// - Parameter resolver: resolves upstream host names; the loop's shared resolver (created
+    ///   on first use) when nil.
+    public init(loop: EventLoop, configuration: UpstreamPoolConfiguration = UpstreamPoolConfiguration(),
+                resolver: DNSResolver? = nil) {
         self.loop = loop
         self.configuration = configuration
+        configuredResolver = resolver
         scratch = evbuffer_new()
     }
+
+    var resolver: DNSResolver { configuredResolver ?? loop.resolver }
 
     deinit {
         closeIdleConnections()
         evbuffer_free(scratch)
     }
 
-    /// Idle connections waiting in the pool for `target`.
+    /// Idle connections waiting in the pool for `target` (for a host name: on any address).
     public func idleConnectionCount(for target: UpstreamTarget) -> Int {
-        idle[target.address]?.count ?? 0
+        if let endpoint = target.literalEndpoint { return idle[endpoint]?.count ?? 0 }
+        return idle.filter { $0.key.port == UInt16(target.port) && $0.key.tls == target.tlsPeer }.values.reduce(0) { $0 + $1.count }
     }
 
     /// Closes every idle connection (shutdown, or an upstream's address went away).
@@ -76,7 +90,7 @@ public final class UpstreamPool {
             writer.append(target.basePath)
             writer.append(request.head.headers.storage[request.head.targetRange])
         }, fields: writeFields)
-        let exchange = UpstreamExchange(pool: self, request: request, address: target.address, head: headWriter.bytes,
+        let exchange = UpstreamExchange(pool: self, request: request, target: target, head: headWriter.bytes,
                                         timeouts: timeouts, maxBodyBytes: maxBodyBytes,
                                         responseFields: responseFields, completion: completion)
         exchange.start()
@@ -95,7 +109,7 @@ public final class UpstreamPool {
         }
         let head = UpstreamRequestHead.render(method: request.method, path: path, headers: headers,
                                               framing: request.framing, defaultHost: target.hostHeader)
-        let exchange = UpstreamExchange(pool: self, request: request, address: target.address, head: Array(head.utf8),
+        let exchange = UpstreamExchange(pool: self, request: request, target: target, head: Array(head.utf8),
                                         timeouts: timeouts, maxBodyBytes: maxBodyBytes,
                                         responseFields: responseFields, completion: completion)
         exchange.start()
@@ -110,8 +124,28 @@ public final class UpstreamPool {
 
     // MARK: Connection bookkeeping
 
-    func takeIdle(_ address: UpstreamAddress) -> UpstreamConnection? {
-        idle[address]?.popLast()
+    func takeIdle(_ endpoint: UpstreamEndpoint) -> UpstreamConnection? {
+        idle[endpoint]?.popLast()
+    }
+
+    /// `addresses` of a host name as endpoints, those that did not fail recently first (each
+    /// group in the resolver's order).
+    func endpoints(_ addresses: [IPAddress], of target: UpstreamTarget) -> [UpstreamEndpoint] {
+        let endpoints = addresses.map { UpstreamEndpoint(address: $0, port: UInt16(target.port), tls: target.tlsPeer) }
+        guard !failedUntil.isEmpty else { return endpoints }
+        let now = ContinuousClock.now
+        failedUntil = failedUntil.filter { $0.value > now }
+        return endpoints.filter { failedUntil[$0] == nil } + endpoints.filter { failedUntil[$0] != nil }
+    }
+
+    /// An address of a host name refused a connection (or did not answer in time).
+    func connectFailed(_ endpoint: UpstreamEndpoint) {
+        failedUntil[endpoint] = .now + configuration.failedAddressBackoff
+    }
+
+    /// A connection to `endpoint` was established: it is healthy again.
+    func connectSucceeded(_ endpoint: UpstreamEndpoint) {
+        if !failedUntil.isEmpty { failedUntil[endpoint] = nil }
     }
 
     /// Parks a connection after a complete, reusable exchange; beyond the limit the oldest goes.
@@ -119,16 +153,16 @@ public final class UpstreamPool {
         guard connection.isOpen else { return }
         connection.becomeIdle(timeout: configuration.idleTimeout)
         var evicted: UpstreamConnection?
-        idle[connection.address, default: []].append(connection)
-        if let count = idle[connection.address]?.count, count > configuration.maxIdlePerTarget {
-            evicted = idle[connection.address]?.removeFirst()
+        idle[connection.endpoint, default: []].append(connection)
+        if let count = idle[connection.endpoint]?.count, count > configuration.maxIdlePerTarget {
+            evicted = idle[connection.endpoint]?.removeFirst()
         }
         evicted?.close()
     }
 
     /// Drops an idle connection the upstream closed, wrote to, or that expired.
     func discardIdle(_ connection: UpstreamConnection) {
-        idle[connection.address]?.removeAll { $0 === connection }
+        idle[connection.endpoint]?.removeAll { $0 === connection }
         connection.close()
     }
 

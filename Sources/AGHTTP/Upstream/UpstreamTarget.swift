@@ -1,19 +1,25 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+public import AGCrypto
+public import AGEventLoop
 
-/// Where a tenant's requests go: an HTTP/1.1 origin given as `http://host:port[/base]`.
+/// Where a tenant's requests go: an HTTP/1.1 origin given as `http://host:port[/base]` or
+/// `https://host:port[/base]`.
 ///
-/// Parsed once when a configuration snapshot is built. Only IP literals and `localhost` are
-/// accepted as hosts, so connecting never blocks on name resolution.
-public struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
+/// Built once when a configuration snapshot is built and shared by every worker (one
+/// reference per forwarded request). The host is an IP literal, used as is, or a DNS name,
+/// resolved on the worker's loop before connecting (`DNSResolver`: TTL-cached, never blocking).
+public final class UpstreamTarget: Sendable, CustomStringConvertible {
     /// The host as written, without IPv6 brackets.
     public let host: String
     public let port: Int
     /// The path prefix every forwarded path starts with: empty or `/seg…`, never a trailing `/`.
     public let basePath: String
-    /// The resolved socket address; targets with equal addresses share pooled connections.
-    let address: UpstreamAddress
+    /// Set for an https upstream: the roots its certificate must chain to.
+    public let tls: TLSClientContext?
+    /// The endpoint of an IP-literal host (`localhost` counts as 127.0.0.1): no resolution.
+    let literalEndpoint: UpstreamEndpoint?
+    /// What a connection to this upstream must have verified: part of every pool key, so
+    /// connections are only reused for the same name and the same roots.
+    let tlsPeer: TLSPeer?
     /// The `Host` value used when the gateway sends none.
     let hostHeader: String
 
@@ -23,21 +29,26 @@ public struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
         case unsupportedHost(String)
         case invalidPort(String)
         case invalidPath(String)
+        /// An https upstream needs the TLS client context it is verified with.
+        case missingTLSContext
 
         public var description: String {
             switch self {
-            case .unsupportedScheme: "upstream URL must start with http://"
+            case .unsupportedScheme: "upstream URL must start with http:// or https://"
             case .missingHost: "upstream URL has no host"
-            case .unsupportedHost(let host): "upstream host \(host) is not an IP literal or localhost"
+            case .unsupportedHost(let host): "upstream host \(host) is not an IP address or a DNS name"
             case .invalidPort(let port): "invalid upstream port \(port)"
             case .invalidPath(let path): "invalid upstream base path \(path)"
+            case .missingTLSContext: "an https upstream needs a TLS client context"
             }
         }
     }
 
-    public init(host: String, port: Int, basePath: String = "") throws(ParseError) {
+    /// - Parameter tls: the context an https upstream is verified with; nil for plain HTTP.
+    public init(host: String, port: Int, basePath: String = "", tls: TLSClientContext? = nil) throws(ParseError) {
         guard (1...65535).contains(port) else { throw .invalidPort(String(port)) }
-        guard let address = UpstreamAddress(host: host, port: UInt16(port)) else { throw .unsupportedHost(host) }
+        let literal = host.equalsIgnoringASCIICase("localhost") ? IPAddress("127.0.0.1") : IPAddress(host)
+        guard literal != nil || Self.isDNSName(host) else { throw .unsupportedHost(host) }
         var base = Substring(basePath)
         while base.last == "/" { base.removeLast() }
         guard base.isEmpty || base.first == "/",
@@ -46,15 +57,25 @@ public struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
         self.host = host
         self.port = port
         self.basePath = String(base)
-        self.address = address
+        self.tls = tls
+        // A certificate names the host as written (lower-cased), never `127.0.0.1` for `localhost`.
+        let peer = tls.map { TLSPeer(serverName: host.lowercased(), trust: $0.trustIdentity) }
+        tlsPeer = peer
+        literalEndpoint = literal.map { UpstreamEndpoint(address: $0, port: UInt16(port), tls: peer) }
         let bracketed = host.contains(":") ? "[\(host)]" : host
-        self.hostHeader = port == 80 ? bracketed : "\(bracketed):\(port)"
+        let defaultPort = tls == nil ? 80 : 443
+        hostHeader = port == defaultPort ? bracketed : "\(bracketed):\(port)"
     }
 
-    /// Parses `http://host[:port][/base]`; the port defaults to 80.
-    public init(url: String) throws(ParseError) {
-        guard url.utf8.count > 7, url.prefix(7).equalsIgnoringASCIICase("http://") else { throw .unsupportedScheme }
-        let rest = url.dropFirst(7)
+    /// Parses `http://host[:port][/base]` (port 80 by default) or `https://…` (443, and `tls`
+    /// required).
+    public convenience init(url: String, tls: TLSClientContext? = nil) throws(ParseError) {
+        let isTLS = url.utf8.count > 8 && url.prefix(8).equalsIgnoringASCIICase("https://")
+        guard isTLS || (url.utf8.count > 7 && url.prefix(7).equalsIgnoringASCIICase("http://")) else {
+            throw .unsupportedScheme
+        }
+        if isTLS && tls == nil { throw .missingTLSContext }
+        let rest = url.dropFirst(isTLS ? 8 : 7)
         let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = rest[..<authorityEnd]
         let path = rest[authorityEnd...]
@@ -77,78 +98,48 @@ public struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
             host = authority
         }
         guard !host.isEmpty else { throw .missingHost }
-        var port = 80
+        var port = isTLS ? 443 : 80
         if let portText {
             guard !portText.isEmpty, portText.utf8.count <= 5, portText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
                   let value = Int(portText) else { throw .invalidPort(String(portText)) }
             port = value
         }
-        try self.init(host: String(host), port: port, basePath: String(path))
+        try self.init(host: String(host), port: port, basePath: String(path), tls: isTLS ? tls : nil)
     }
 
-    public var description: String { "http://\(hostHeader)\(basePath)" }
+    public var isTLS: Bool { tls != nil }
 
-    public static func == (lhs: UpstreamTarget, rhs: UpstreamTarget) -> Bool {
-        lhs.address == rhs.address && lhs.basePath == rhs.basePath && lhs.host == rhs.host
-    }
+    public var description: String { "\(isTLS ? "https" : "http")://\(hostHeader)\(basePath)" }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(address)
-        hasher.combine(basePath)
+    /// Letters, digits, `-`, `_` and dots in labels of 1–63 characters, at most 253 in all, and
+    /// not all digits and dots (a mistyped IPv4 address is not a name).
+    private static func isDNSName(_ host: String) -> Bool {
+        guard !host.isEmpty, host.utf8.count <= 253, !host.utf8.allSatisfy({ $0 == 0x2E || ($0 >= 0x30 && $0 <= 0x39) })
+        else { return false }
+        return host.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+            (1...63).contains(label.utf8.count) && label.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                     UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"): true
+                default: false
+                }
+            }
+        }
     }
 }
 
-/// A resolved IPv4 or IPv6 socket address, cheap to hash (the pool's key).
-struct UpstreamAddress: Hashable, Sendable {
-    let isIPv6: Bool
-    /// Address bytes in network order; IPv4 uses the first 4 bytes of `high`.
-    let high: UInt64
-    let low: UInt64
+/// The identity a TLS connection was verified for: the name checked against the certificate
+/// and the roots it chains to.
+struct TLSPeer: Hashable, Sendable {
+    let serverName: String
+    let trust: String
+}
+
+/// One resolved address of an upstream, and how it is spoken to: the key of pooled connections.
+struct UpstreamEndpoint: Hashable, Sendable {
+    let address: IPAddress
     let port: UInt16
+    let tls: TLSPeer?
 
-    init?(host: String, port: UInt16) {
-        let literal = host.equalsIgnoringASCIICase("localhost") ? "127.0.0.1" : host
-        if literal.contains(":") {
-            var address = in6_addr()
-            guard inet_pton(AF_INET6, literal, &address) == 1 else { return nil }
-            let (high, low) = withUnsafeBytes(of: address) {
-                ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self))
-            }
-            self.init(isIPv6: true, high: high, low: low, port: port)
-        } else {
-            var address = in_addr()
-            guard inet_pton(AF_INET, literal, &address) == 1 else { return nil }
-            self.init(isIPv6: false, high: UInt64(address.s_addr), low: 0, port: port)
-        }
-    }
-
-    private init(isIPv6: Bool, high: UInt64, low: UInt64, port: UInt16) {
-        self.isIPv6 = isIPv6
-        self.high = high
-        self.low = low
-        self.port = port
-    }
-
-    /// Calls `body` with a `sockaddr` for this address, built on the stack.
-    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
-        if isIPv6 {
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = port.bigEndian
-            withUnsafeMutableBytes(of: &address.sin6_addr) {
-                $0.storeBytes(of: high, as: UInt64.self)
-                $0.storeBytes(of: low, toByteOffset: 8, as: UInt64.self)
-            }
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
-        }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = in_addr_t(truncatingIfNeeded: high)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-    }
+    var description: String { address.description(port: Int(port)) }
 }

@@ -1,5 +1,6 @@
 import AGDevTools
 import Foundation
+import AGTestSupport
 import Synchronization
 @testable import AGHTTP
 
@@ -56,7 +57,7 @@ final class ProxyHarness: @unchecked Sendable {
 
     static func code(_ error: UpstreamError) -> String {
         switch error {
-        case .connectFailed, .connectionReset, .invalidResponse: "upstream_unavailable"
+        case .connectFailed, .resolveFailed, .tlsFailed, .connectionReset, .invalidResponse: "upstream_unavailable"
         case .timeout: "upstream_timeout"
         case .bodyTooLarge: "body_too_large"
         case .clientBodyMalformed: "bad_request"

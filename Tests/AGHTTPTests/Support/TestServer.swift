@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import AGCrypto
 @testable import AGHTTP
 
 /// An `HTTPServer` with a chosen configuration on its own loop, for the hardening tests:
@@ -12,15 +13,20 @@ final class TestServer: @unchecked Sendable {
     private let socket: ListeningSocket
     private let handled = Mutex(0)
     private let localReplies = Mutex<[HTTPLocalError]>([])
+    private let handshakes = Mutex<(failures: [TLSHandshakeFailure], versions: [String])>(([], []))
 
     var port: Int { socket.port }
     var requestCount: Int { handled.withLock { $0 } }
     var localErrors: [HTTPLocalError] { localReplies.withLock { $0 } }
+    /// TLS handshakes that failed, and the versions of those that completed.
+    var handshakeFailures: [TLSHandshakeFailure] { handshakes.withLock { $0.failures } }
+    var handshakeVersions: [String] { handshakes.withLock { $0.versions } }
     var connectionCount: Int { thread.sync { [self] in server?.connectionCount ?? 0 } }
 
     /// `handler` runs on the loop for every parsed request; local replies get the gateway-like
     /// envelope with an `X-Request-ID` of `local-<n>`.
-    init(_ configuration: HTTPServerConfiguration, handler: @escaping (HTTPServerRequest) -> Void) throws {
+    init(_ configuration: HTTPServerConfiguration, tls: HTTPServerTLS? = nil,
+         handler: @escaping (HTTPServerRequest) -> Void) throws {
         socket = try ListeningSocket.bind(host: "127.0.0.1", port: 0)
         let socket = self.socket
         thread.sync { [self] in
@@ -28,8 +34,13 @@ final class TestServer: @unchecked Sendable {
                 let count = localReplies.withLock { $0.append(error); return $0.count }
                 let body = "{\"error\":\"\(error.message)\",\"code\":\"\(error.code)\",\"requestId\":\"local-\(count)\"}"
                 request.respond(status: error.status, headers: HTTPHeaders([("X-Request-ID", "local-\(count)")]), body: Array(body.utf8))
+            }, tlsHandshakeFailed: { [self] failure in
+                handshakes.withLock { $0.failures.append(failure) }
+            }, tlsHandshakeCompleted: { [self] version in
+                handshakes.withLock { $0.versions.append(version) }
             })
-            server = HTTPServer(loop: thread.loop, socket: socket, configuration: configuration, delegate: delegate) { [self] request in
+            server = HTTPServer(loop: thread.loop, socket: socket, configuration: configuration, delegate: delegate,
+                                tls: tls) { [self] request in
                 handled.withLock { $0 += 1 }
                 handler(request)
             }

@@ -50,16 +50,6 @@ final class LoopThread: @unchecked Sendable {
     }
 }
 
-/// Polls `condition` until it holds or `timeout` passes; returns its final value.
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        usleep(5_000)
-    }
-    return condition()
-}
-
 /// The process's resident set size in bytes, from /proc/self/status.
 func residentBytes() -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }

@@ -105,13 +105,20 @@ extension ConfigKeyEffects {
             #expect(try untrusted.challenge(extraHeaders: [("X-Forwarded-For", "203.0.113.78")]).status == 200)
             #expect(try RedisCLI.run(untrusted.gateway.redisURL, "EXISTS", "ag:ip:{203.0.113.78}:rl:challenge") == "0")
         },
-        KeyEffect(key: "gateway:server.tls.cert", observed: "refused at startup with file:line (TLS not implemented yet)") {
-            try ConfigKeyEffects.expectRefused(gateway: KeyProbe.server("  tls: { cert: admin-token, key: admin-token }\n"),
-                                               message: "server.tls: TLS is not implemented yet")
+        KeyEffect(key: "gateway:server.tls.cert", observed: "a TLS client is shown that certificate (its SHA-256) and served") {
+            let (issued, files) = try TLSListenerEndToEndTests.certificate()
+            let gateway = try TestGateway(tenants: [:], gatewayYAML: TLSListenerEndToEndTests.tlsServer(), files: files)
+            defer { gateway.stop() }
+            let result = try TLSTestClient.run(TLSTestClient.Options(port: gateway.port, caFile: gateway.directory + "/server-ca.pem",
+                                                                     serverHostname: "localhost", requests: [.init("GET", "/healthz")]))
+            #expect(result.peerSha256 == issued.sha256)
+            #expect(result.responses?.first?.status == 200)
         },
-        KeyEffect(key: "gateway:server.tls.key", observed: "refused at startup with file:line (TLS not implemented yet)") {
-            try ConfigKeyEffects.expectRefused(gateway: KeyProbe.server("  tls:\n    key: admin-token\n    cert: admin-token\n"),
-                                               message: "server.tls: TLS is not implemented yet")
+        KeyEffect(key: "gateway:server.timeouts.tls_handshake", observed: "TLSListenerEndToEndTests: a silent client is closed after 300ms") {
+            try TLSListenerEndToEndTests().theHandshakeDeadlineComesFromTheConfiguration()
+        },
+        KeyEffect(key: "gateway:server.tls.key", observed: "TLSListenerEndToEndTests: a key of another certificate is refused with its line") {
+            try TLSListenerEndToEndTests().badCertificatesAndKeysAreRefusedAtLoadWithTheirLine()
         },
         KeyEffect(key: "gateway:admin.listen", observed: "the admin port is the configured one and answers") {
             let port = try freePort()
