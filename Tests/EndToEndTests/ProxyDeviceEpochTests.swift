@@ -61,6 +61,26 @@ struct ProxyDeviceEpochTests {
         }
     }
 
+    @Test func aQuietTenantsCachedTokenCostsOnlyTheLeaseOnceItLapsed() async throws {
+        try await RedisServer.withPrivate { redis in
+            let setup = try Setup(redis: redis)
+            defer { setup.fixture.stop() }
+            let connection = try HTTPTestClient(port: setup.fixture.gateway.port)
+            let headers = setup.fixture.tenantHeaders + [("Authorization", "Bearer \(setup.token)")]
+            for _ in 0..<4 { #expect(try connection.request("GET", "/api/warm", headers: headers).status == 200) }
+            let before = try setup.scriptCalls()
+            // One request per lease lifetime: each finds its lease lapsed. The lease call reads
+            // the epoch again, unchanged, so the device record is not read (that would be two
+            // calls per request).
+            for _ in 0..<10 {
+                setup.time.advance(Self.bound)
+                #expect(try connection.request("GET", "/api/x", headers: headers).status == 200)
+            }
+            let calls = try setup.scriptCalls() - before
+            #expect(calls >= 10 && calls <= 14, "\(calls) script calls for 10 requests a lease lifetime apart")
+        }
+    }
+
     @Test func aRevocationNoEventAnnouncedIsRefusedWithinOneLeaseLifetime() async throws {
         try await RedisServer.withPrivate { redis in
             let setup = try Setup(redis: redis)

@@ -8,8 +8,9 @@ import AGRedis
 /// epoch (`DeviceEpoch`), which every revocation and invalidation bumps atomically. A cached
 /// token remembers the epoch at which its device record was last found in good standing: while
 /// that is the epoch this worker learned within the last `LeaseSizing.lifetimeMicroseconds`,
-/// the request costs no Redis call at all (a leased token is spent locally). Otherwise one
-/// round trip reads the record and the epoch (`AdmissionScripts.deviceStanding`).
+/// the request costs no Redis call at all (a leased token is spent locally); when the lease is
+/// due, its call reads the epoch again. Only when the epoch moved does one round trip read the
+/// record and the epoch (`AdmissionScripts.deviceStanding`).
 ///
 /// Staleness bound: an epoch counts as current for one lease lifetime (1 s) after the call
 /// that read it was *sent*, so a revocation made at time T is seen by every worker's requests
@@ -38,9 +39,13 @@ extension RateLimiter {
     /// The proxied request's device standing and `api` token (see `Limiter.admit`).
     func admit(_ check: BucketCheck, device: DeviceCheck, fallback: RateLimitFallback,
                completion: @escaping (DeviceAdmission) -> Void) {
-        if let epoch = currentEpoch(device.epochKey, now: time.nowMicroseconds), device.checkedAt == epoch {
+        // Checked at the last epoch this worker read, current or not: the lease decides alone
+        // (spent locally, or the lease call reads the epoch again, and only a moved epoch costs
+        // a record read). A lapsed lease must not make every token of a quiet tenant read its
+        // record once a second.
+        if let checkedAt = device.checkedAt, checkedAt == epochs[device.epochKey]?.value {
             lease(check, epochKey: device.epochKey, fallback: fallback) { [self] outcome in
-                settle(check, device, checkedAt: epoch, outcome, completion)
+                settle(check, device, checkedAt: checkedAt, outcome, completion)
             }
         } else {
             readStanding(device) { [self] read in
@@ -53,8 +58,9 @@ extension RateLimiter {
         }
     }
 
-    /// After the token came from the lease: if the lease call meanwhile showed a new epoch, the
-    /// record is read again before a granted request goes on.
+    /// After the token came from the lease: the epoch must be current (else Redis could not
+    /// be asked: unverified), and if it moved since the token was checked, the record is read
+    /// again before a granted request goes on.
     private func settle(_ check: BucketCheck, _ device: DeviceCheck, checkedAt epoch: String, _ outcome: RateLimitOutcome,
                         _ completion: @escaping (DeviceAdmission) -> Void) {
         guard let current = currentEpoch(device.epochKey, now: time.nowMicroseconds) else {
