@@ -60,6 +60,7 @@ import Testing
             }
             #expect(ProxyPath.normalizedForMatching(Substring(path)) == slow, "\(path)")
         }
-        #expect(normal > 1_000, "the fast path is taken")
+        // About 3 % of these random paths are already normal (576 to ~1,000 seen in 20,000).
+        #expect(normal > 100, "the fast path is taken")
     }
 }
