@@ -46,6 +46,11 @@ public struct ServerConfig: Sendable, Hashable {
     public func trusts(_ address: IPAddress) -> Bool {
         !trustedProxies.isEmpty && trustedProxies.contains { $0.contains(address) }
     }
+
+    /// `trusts` for a peer address as text; not parsed at all when no proxy is trusted.
+    public func trusts(peer: String) -> Bool {
+        !trustedProxies.isEmpty && (IPAddress(peer).map(trusts) ?? false)
+    }
 }
 
 /// `server.timeouts`.

@@ -5,11 +5,12 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Dotted quad (`192.0.2.1`) or RFC 4291 text (`2001:db8::1`, `::ffff:192.0.2.1`); `nil` otherwise.
     public init?(_ text: String) {
-        if text.contains(":") {
+        // Bytes, not Characters: the check runs for every peer address a request is limited by.
+        if text.utf8.contains(UInt8(ascii: ":")) {
             guard let value = Self.parseV6(Substring(text)) else { return nil }
             self = .v6(value)
         } else {
-            guard let value = Self.parseV4(Substring(text)) else { return nil }
+            guard let value = Self.parseV4(text.utf8[...]) else { return nil }
             self = .v4(value)
         }
     }
@@ -53,18 +54,32 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    private static func parseV4(_ text: Substring) -> UInt32? {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4 else { return nil }
+    /// A dotted quad, read in one pass over its UTF-8 bytes: four octets of one to three ASCII
+    /// digits, each at most 255; leading zeros are refused (some stacks read them as octal).
+    private static func parseV4(_ text: Substring.UTF8View) -> UInt32? {
         var value: UInt32 = 0
-        for part in parts {
-            // Leading zeros are refused: some stacks read them as octal.
-            guard (1...3).contains(part.count), part.allSatisfy(\.isASCIIDigit),
-                  part == "0" || !part.hasPrefix("0"), let octet = UInt32(part), octet <= 255
-            else { return nil }
-            value = value << 8 | octet
+        var octets = 0
+        var octet: UInt32 = 0
+        var digits = 0
+        var leadingZero = false
+        for byte in text {
+            if byte == UInt8(ascii: ".") {
+                guard digits > 0, octets < 3 else { return nil }
+                value = value << 8 | octet
+                octets += 1
+                octet = 0
+                digits = 0
+                leadingZero = false
+                continue
+            }
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 3, !leadingZero else { return nil }
+            if digits == 0, byte == UInt8(ascii: "0") { leadingZero = true }
+            octet = octet * 10 + UInt32(byte - UInt8(ascii: "0"))
+            digits += 1
+            guard octet <= 255 else { return nil }
         }
-        return value
+        guard digits > 0, octets == 3 else { return nil }
+        return value << 8 | octet
     }
 
     private static func parseV6(_ text: Substring) -> UInt128? {
@@ -91,7 +106,7 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         var groups: [UInt16] = []
         for (index, part) in parts.enumerated() {
             if index == parts.count - 1, allowIPv4Tail, part.contains(".") {
-                guard let v4 = parseV4(part) else { return nil }
+                guard let v4 = parseV4(part.utf8) else { return nil }
                 groups.append(UInt16(v4 >> 16))
                 groups.append(UInt16(v4 & 0xFFFF))
             } else {

@@ -39,6 +39,39 @@ public struct ProxyRouteTable: Sendable {
 public enum ProxyPath {
     /// The path routes are matched against; `nil` when the target must be refused (400).
     public static func normalizedForMatching(_ path: Substring) -> String? {
+        isAlreadyNormal(path.utf8) ? String(path) : normalizedBySegments(path)
+    }
+
+    /// True for the everyday path, which normalizing leaves as it is: it starts with `/` and
+    /// has no `%`, `;`, `\`, NUL, empty segment or dot segment. One pass, no allocation.
+    static func isAlreadyNormal(_ path: Substring.UTF8View) -> Bool {
+        var bytes = path.makeIterator()
+        guard bytes.next() == UInt8(ascii: "/") else { return false }
+        var segmentLength = 0
+        var dots = 0
+        while let byte = bytes.next() {
+            switch byte {
+            case UInt8(ascii: "/"):
+                // An empty segment (`//`) is merged, a dot segment refused: both are slow-path work.
+                if segmentLength == 0 || (segmentLength == dots && dots <= 2) { return false }
+                segmentLength = 0
+                dots = 0
+                continue
+            case UInt8(ascii: "%"), UInt8(ascii: ";"), UInt8(ascii: "\\"), 0:
+                return false
+            case UInt8(ascii: "."):
+                dots += 1
+            default:
+                break
+            }
+            segmentLength += 1
+        }
+        return !(segmentLength > 0 && segmentLength == dots && dots <= 2)
+    }
+
+    /// The full normalization, segment by segment: what `normalizedForMatching` computes for
+    /// any path that is not `isAlreadyNormal` (and the reference it is tested against).
+    static func normalizedBySegments(_ path: Substring) -> String? {
         let bytes = Array(path.utf8)
         guard bytes.first == UInt8(ascii: "/") else { return nil }
         var decoded: [UInt8] = []

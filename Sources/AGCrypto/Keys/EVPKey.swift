@@ -1,13 +1,21 @@
 internal import COpenSSL
+import Synchronization
 
 /// Owns one OpenSSL `EVP_PKEY` (public or private key of any type).
 ///
 /// `@unchecked Sendable` invariant: the key is fully built in `init`, never mutated afterwards
-/// and freed only in `deinit`. Every signing or verifying call creates its own `EVP_MD_CTX`,
-/// and OpenSSL 3 supports concurrent operations on one `EVP_PKEY` from many threads under
-/// exactly that condition, so one parsed key can be shared read-only by all worker threads.
+/// and freed only in `deinit`. Every signing or verifying call works on its own `EVP_MD_CTX`
+/// (a copy of the key's prepared one, taken under its lock), and OpenSSL 3 supports concurrent
+/// operations on one `EVP_PKEY` from many threads under exactly that condition, so one parsed
+/// key can be shared read-only by all worker threads.
 package final class EVPKey: @unchecked Sendable {
     package let pointer: OpaquePointer
+    /// `EVP_MD_CTX`s initialized once for SHA-256 signing and verifying with this key, built on
+    /// first use. `EVP_DigestSignInit` fetches the digest, the key management and the signature
+    /// algorithm from the provider store on every call (locks, hash-table walks: about a tenth
+    /// of a P-256 sign); copying a prepared context fetches nothing.
+    private let signTemplate = PreparedDigestContext()
+    private let verifyTemplate = PreparedDigestContext()
 
     init(taking pointer: OpaquePointer) {
         self.pointer = pointer
@@ -162,9 +170,9 @@ package final class EVPKey: @unchecked Sendable {
 
     /// Signs `message` with SHA-256 as the message digest (ECDSA: DER signature; RSA: PKCS#1 v1.5).
     func signSHA256<M: Sequence>(_ message: M, operation: String) throws(CryptoError) -> [UInt8] where M.Element == UInt8 {
-        guard let context = EVP_MD_CTX_new() else { throw .openSSL(operation) }
+        guard let context = signTemplate.copy(initializing: { EVP_DigestSignInit($0, nil, EVP_sha256(), nil, pointer) })
+        else { throw .openSSL(operation) }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pointer) == 1 else { throw .openSSL(operation) }
         var length = Int(EVP_PKEY_get_size(pointer))
         var signature = [UInt8](repeating: 0, count: length)
         let ok = withCBytes(message) { base, count in
@@ -180,12 +188,12 @@ package final class EVPKey: @unchecked Sendable {
     /// Whether `signature` is valid for `message` with SHA-256 as the message digest. Malformed
     /// signatures are simply invalid; the error queue is left empty either way.
     func verifySHA256<M: Sequence>(signature: [UInt8], message: M) -> Bool where M.Element == UInt8 {
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, pointer) == 1 else {
+        guard let context = verifyTemplate.copy(initializing: { EVP_DigestVerifyInit($0, nil, EVP_sha256(), nil, pointer) })
+        else {
             ERR_clear_error()
             return false
         }
+        defer { EVP_MD_CTX_free(context) }
         let result = withCBytes(signature) { signatureBase, signatureCount in
             withCBytes(message) { base, count in
                 EVP_DigestVerify(context, signatureBase, signatureCount, base, count)
@@ -194,6 +202,45 @@ package final class EVPKey: @unchecked Sendable {
         if result != 1 { ERR_clear_error() }
         return result == 1
     }
+}
+
+/// One `EVP_MD_CTX` initialized for an operation on first use and then only copied: each call
+/// gets a fresh context of its own (`EVP_DigestSign` and `EVP_DigestVerify` are one-shot), and
+/// the prepared one is read only under the lock.
+private final class PreparedDigestContext: Sendable {
+    /// The prepared context (a pointer: `Mutex` makes it safe to share).
+    private let prepared = Mutex<PreparedPointer?>(nil)
+
+    deinit {
+        prepared.withLock { if let context = $0 { EVP_MD_CTX_free(context.pointer) } }
+    }
+
+    /// A new context copied from the prepared one, preparing it with `initialize` first when
+    /// needed (`nil` when OpenSSL fails; the caller frees what it gets).
+    func copy(initializing initialize: (OpaquePointer) -> Int32) -> OpaquePointer? {
+        prepared.withLock { prepared -> OpaquePointer? in
+            if prepared == nil {
+                guard let context = EVP_MD_CTX_new() else { return nil }
+                guard initialize(context) == 1 else {
+                    EVP_MD_CTX_free(context)
+                    return nil
+                }
+                prepared = PreparedPointer(pointer: context)
+            }
+            guard let source = prepared?.pointer, let context = EVP_MD_CTX_new() else { return nil }
+            guard EVP_MD_CTX_copy_ex(context, source) == 1 else {
+                EVP_MD_CTX_free(context)
+                return nil
+            }
+            return context
+        }
+    }
+}
+
+/// An OpenSSL pointer kept inside a `Mutex`. `@unchecked Sendable` invariant: only ever used
+/// while that lock is held.
+private struct PreparedPointer: @unchecked Sendable {
+    let pointer: OpaquePointer
 }
 
 /// Passphrase callback that refuses, so encrypted PEM fails instead of prompting on a terminal.

@@ -3,6 +3,7 @@
 ///
 /// Values are escaped exactly as `JSONValue.serialized()` escapes them (one shared routine);
 /// keys are trusted literals from our own code. Members keep the order they are added in.
+/// A writer kept by its owner is `reset()` and reused, so its buffer is allocated once.
 public struct JSONObjectWriter {
     public private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var first = true
@@ -11,7 +12,19 @@ public struct JSONObjectWriter {
         bytes.reserveCapacity(256)
     }
 
+    /// Empties the object, keeping the buffer's capacity.
+    public mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(UInt8(ascii: "{"))
+        first = true
+    }
+
     public mutating func add(_ key: String, _ value: String) {
+        addKey(key)
+        JSONValue.writeString(value, to: &bytes)
+    }
+
+    public mutating func add(_ key: String, _ value: Substring) {
         addKey(key)
         JSONValue.writeString(value, to: &bytes)
     }
@@ -23,12 +36,42 @@ public struct JSONObjectWriter {
 
     public mutating func add(_ key: String, _ value: Int) {
         addKey(key)
-        bytes.append(contentsOf: String(value).utf8)
+        DecimalDigits.append(value, to: &bytes)
     }
 
     public mutating func add(_ key: String, _ value: Double) {
         addKey(key)
         bytes.append(contentsOf: (value.isFinite ? String(value) : "null").utf8)
+    }
+
+    /// Adds `thousandths / 1000` as a JSON number, spelled exactly as `add(key, Double)` spells
+    /// that double (`12.5`, `0.001`, `3.0`), without converting a double to text: durations in
+    /// milliseconds with microsecond precision, as the access log writes them.
+    public mutating func add(_ key: String, thousandths: Int) {
+        guard thousandths.magnitude < 1_000_000_000_000_000 else {
+            return add(key, Double(thousandths) / 1000)
+        }
+        addKey(key)
+        if thousandths < 0 { bytes.append(UInt8(ascii: "-")) }
+        let magnitude = Int(thousandths.magnitude)
+        DecimalDigits.append(magnitude / 1000, to: &bytes)
+        bytes.append(UInt8(ascii: "."))
+        var fraction = magnitude % 1000
+        if fraction == 0 { return bytes.append(UInt8(ascii: "0")) }
+        var divisor = 100
+        while fraction > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(fraction / divisor))
+            fraction %= divisor
+            divisor /= 10
+        }
+    }
+
+    /// Adds a UTC time as an RFC 3339 string (`2026-12-01T09:00:00.123Z` with `fractional`).
+    public mutating func add(_ key: String, _ time: UTCDateTime, fractional: Bool) {
+        addKey(key)
+        bytes.append(UInt8(ascii: "\""))
+        time.writeISO8601(fractional: fractional, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
     }
 
     public mutating func add(_ key: String, _ value: Bool) {
@@ -54,11 +97,47 @@ public struct JSONObjectWriter {
     /// The object as text.
     public func finished() -> String { String(decoding: finishedBytes(), as: UTF8.self) }
 
+    /// Appends the finished object to `output` (a log buffer, say) without building a copy.
+    public func finish(appendingTo output: inout [UInt8]) {
+        output.append(contentsOf: bytes)
+        output.append(UInt8(ascii: "}"))
+    }
+
     private mutating func addKey(_ key: String) {
         if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
         bytes.append(UInt8(ascii: "\""))
         bytes.append(contentsOf: key.utf8)
-        bytes.append(contentsOf: "\":".utf8)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+    }
+}
+
+/// Integers in decimal, written into a byte buffer without building a `String`.
+enum DecimalDigits {
+    static func append(_ value: Int, to bytes: inout [UInt8]) {
+        guard value != 0 else { return bytes.append(UInt8(ascii: "0")) }
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var rest = value.magnitude
+        var divisor: UInt = 1
+        while divisor <= rest / 10 { divisor *= 10 }
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
+    }
+
+    /// `value` left-padded with zeros to at least `width` digits (negative values as 0).
+    static func append(_ value: Int, width: Int, to bytes: inout [UInt8]) {
+        let value = max(0, value)
+        var digits = 0
+        var rest = value
+        repeat {
+            digits += 1
+            rest /= 10
+        } while rest > 0
+        for _ in digits..<max(width, digits) { bytes.append(UInt8(ascii: "0")) }
+        append(value, to: &bytes)
     }
 }

@@ -54,20 +54,56 @@ extension JSONValue {
 
     static func writeString(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                output.append(contentsOf: "\\u00".utf8)
-                output.append(hexDigits[Int(byte >> 4)])
-                output.append(hexDigits[Int(byte & 0x0F)])
-            default: output.append(byte)
-            }
+        // Nearly every value needs no escaping: one scan over its bytes, then one copy of the
+        // string's UTF-8 (iterating a `String.UTF8View` byte by byte costs several times more).
+        if isClean(string.utf8.span) {
+            output.append(contentsOf: string.utf8)
+        } else {
+            writeEscaping(string.utf8.span, to: &output)
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    static func writeString(_ string: Substring, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        writeEscaping(string.utf8.span, to: &output)
+        output.append(UInt8(ascii: "\""))
+    }
+
+    /// No byte of `bytes` needs escaping (a branch-free pass).
+    private static func isClean(_ bytes: Span<UInt8>) -> Bool {
+        var flagged: UInt8 = 0
+        for index in 0..<bytes.count {
+            let byte = bytes[index]
+            flagged |= (byte < 0x20 ? 1 : 0) | (byte == UInt8(ascii: "\"") ? 1 : 0) | (byte == UInt8(ascii: "\\") ? 1 : 0)
+        }
+        return flagged == 0
+    }
+
+    private static func writeEscaping(_ bytes: Span<UInt8>, to output: inout [UInt8]) {
+        for index in 0..<bytes.count {
+            let byte = bytes[index]
+            if needsEscape(byte) { writeEscaped(byte, to: &output) } else { output.append(byte) }
+        }
+    }
+
+    @inline(__always)
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    private static func writeEscaped(_ byte: UInt8, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""): output.append(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): output.append(UInt8(ascii: "\\"))
+        case 0x0A: output.append(UInt8(ascii: "n"))
+        case 0x0D: output.append(UInt8(ascii: "r"))
+        case 0x09: output.append(UInt8(ascii: "t"))
+        default:
+            output.append(contentsOf: "u00".utf8)
+            output.append(hexDigits[Int(byte >> 4)])
+            output.append(hexDigits[Int(byte & 0x0F)])
+        }
     }
 }

@@ -36,6 +36,12 @@ public struct UTCDateTime: Sendable, Hashable {
     public func iso8601(fractional: Bool = false) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(24)
+        writeISO8601(fractional: fractional, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the `iso8601(fractional:)` spelling to `out`.
+    public func writeISO8601(fractional: Bool, to out: inout [UInt8]) {
         Self.append(year, width: 4, to: &out)
         out.append(UInt8(ascii: "-"))
         Self.append(month, width: 2, to: &out)
@@ -52,7 +58,6 @@ public struct UTCDateTime: Sendable, Hashable {
             Self.append(millisecond, width: 3, to: &out)
         }
         out.append(UInt8(ascii: "Z"))
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// `YYYYMM`, the month key of the monthly-active-device counters.
@@ -84,13 +89,6 @@ public struct UTCDateTime: Sendable, Hashable {
     }
 
     private static func append(_ value: Int, width: Int, to out: inout [UInt8]) {
-        var digits: [UInt8] = []
-        var rest = Swift.max(0, value)
-        repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
-        } while rest > 0
-        for _ in digits.count..<Swift.max(width, digits.count) { out.append(UInt8(ascii: "0")) }
-        out.append(contentsOf: digits.reversed())
+        DecimalDigits.append(value, width: width, to: &out)
     }
 }

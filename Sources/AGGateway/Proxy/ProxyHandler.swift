@@ -26,11 +26,11 @@ enum ProxyHandler {
             return
         }
         let headers = context.request.headers
-        guard let teamID = headers[.xTeamID], let bundleID = headers[.xBundleID] else {
+        guard let (team, bundle) = TenantIndex.tenantFields(headers) else {
             routeByToken(context, path: path)
             return
         }
-        dispatch(context, tenant: context.snapshot.tenant(teamID: teamID, bundleID: bundleID), path: path, presented: nil)
+        dispatch(context, tenant: context.snapshot.tenant(team: team, bundle: bundle, in: headers), path: path, presented: nil)
     }
 
     /// The route of `tenant` matching `path` decides: anonymous routes go straight to

@@ -17,7 +17,7 @@ final class UpstreamForwarder: Forwarder {
         }
         let server = context.snapshot.gateway.server
         var hop = ClientHop(peerAddress: request.remoteAddress,
-                            peerTrusted: IPAddress(request.remoteAddress).map(server.trusts) ?? false,
+                            peerTrusted: server.trusts(peer: request.remoteAddress),
                             requestID: context.requestID)
         if request.isSecure { hop.scheme = "https" }
         let policy = proxy.headers

@@ -1,5 +1,6 @@
 import AGConfig
 import AGCrypto
+import AGHTTP
 import Synchronization
 
 /// One immutable, validated view of the configuration plus everything derived from it.
@@ -13,6 +14,8 @@ public final class GatewaySnapshot: Sendable {
     public let adminToken: String?
     /// Tenants by App ID (`TEAMID.bundle.id`).
     let tenants: [String: Tenant]
+    /// The same tenants, found from a request's header bytes.
+    let tenantIndex: TenantIndex
     let tokenKeys: TokenKeys
     /// Every tenant's Platform SSO endpoints, by path.
     let platformSSO: PlatformSSORoutes
@@ -61,6 +64,7 @@ public final class GatewaySnapshot: Sendable {
             tenants[tenantConfig.appID] = try Tenant(config: tenantConfig, upstreamTLS: upstreamTLS)
         }
         self.tenants = tenants
+        tenantIndex = TenantIndex(tenants.values)
         platformSSO = PlatformSSORoutes(tenants: tenants.values, signer: tokenKeys.signer)
     }
 
@@ -87,6 +91,11 @@ public final class GatewaySnapshot: Sendable {
     /// The tenant for a request's `X-Team-ID` and `X-Bundle-ID`.
     func tenant(teamID: String, bundleID: String) -> Tenant? {
         tenants[teamID + "." + bundleID]
+    }
+
+    /// The tenant for the `X-Team-ID` and `X-Bundle-ID` value ranges of `headers`.
+    func tenant(team: Range<Int>, bundle: Range<Int>, in headers: HTTPFields) -> Tenant? {
+        tenantIndex.tenant(team: team, bundle: bundle, in: headers)
     }
 }
 

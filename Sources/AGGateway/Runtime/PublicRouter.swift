@@ -66,12 +66,12 @@ struct PublicRouter {
 extension RequestContext {
     /// Resolves the tenant from `X-Team-ID` and `X-Bundle-ID`; answers the error itself on failure.
     func resolveTenant() -> Tenant? {
-        guard let teamID = request.headers[.xTeamID], !teamID.isEmpty,
-              let bundleID = request.headers[.xBundleID], !bundleID.isEmpty else {
+        let headers = request.headers
+        guard let (team, bundle) = TenantIndex.tenantFields(headers), !team.isEmpty, !bundle.isEmpty else {
             fail(.badRequest("X-Team-ID and X-Bundle-ID headers are required"))
             return nil
         }
-        guard let tenant = snapshot.tenant(teamID: teamID, bundleID: bundleID) else {
+        guard let tenant = snapshot.tenant(team: team, bundle: bundle, in: headers) else {
             fail(.unknownTenant)
             return nil
         }

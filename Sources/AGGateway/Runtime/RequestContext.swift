@@ -67,20 +67,24 @@ final class RequestContext {
         let tenantLabel = tenant?.appID ?? ""
         services.metrics.recordRequest(tenant: tenantLabel, route: route, status: status, code: errorCode, seconds: seconds)
         guard snapshot.gateway.log.accessLog else { return }
-        var json = JSONObjectWriter()
-        json.add("ts", services.time.nowUTC.iso8601(fractional: true))
-        json.add("type", "access")
-        json.add("requestId", requestID)
-        json.add("method", request.method)
-        json.add("path", String(request.path))
-        json.add("tenant", tenantLabel)
-        json.add("route", route)
-        json.add("status", status)
-        json.add("code", errorCode)
-        json.add("durationMs", (seconds * 1_000_000).rounded() / 1000)
-        if let upstreamSeconds { json.add("upstreamMs", (upstreamSeconds * 1_000_000).rounded() / 1000) }
-        json.add("client", request.remoteAddress)
-        services.accessLog.append(json.finished())
+        let now = services.time.nowUTC
+        let request = self.request
+        let (requestID, route, errorCode, upstreamSeconds) = (self.requestID, self.route, self.errorCode, self.upstreamSeconds)
+        services.accessLog.appendLine { json in
+            json.add("ts", now, fractional: true)
+            json.add("type", "access")
+            json.add("requestId", requestID)
+            json.add("method", request.method)
+            json.add("path", request.path)
+            json.add("tenant", tenantLabel)
+            json.add("route", route)
+            json.add("status", status)
+            json.add("code", errorCode)
+            // Milliseconds with microsecond precision, spelled as the Double they round to.
+            json.add("durationMs", thousandths: Int((seconds * 1_000_000).rounded()))
+            if let upstreamSeconds { json.add("upstreamMs", thousandths: Int((upstreamSeconds * 1_000_000).rounded())) }
+            json.add("client", request.remoteAddress)
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 import AGConfig
+import AGFormats
 import AGHTTP
 import AGPolicy
 
@@ -147,7 +148,8 @@ extension Logger: LogSink {}
 
 /// Where access-log lines go (`AccessLogBuffer`).
 protocol AccessLogSink: AnyObject {
-    func append(_ line: String)
+    /// Appends one line: the JSON object `write` fills in (straight into the sink's buffer).
+    func appendLine(_ write: (inout JSONObjectWriter) -> Void)
 }
 
 /// New request ids for one worker (unique, not secret).

@@ -37,24 +37,23 @@ public enum RequestID {
     }
 
     public static func newUUID<G: RandomNumberGenerator>(using generator: inout G) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        for _ in 0..<2 {
-            let word = generator.next() as UInt64
-            for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
-        }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        // The 16 random bytes are the two words' bytes, least significant first; version and
+        // variant bits set as RFC 9562 asks. Written straight into the 36 output bytes.
+        let words = (generator.next() as UInt64, generator.next() as UInt64)
         var out = [UInt8]()
         out.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
+        for index in 0..<16 {
+            var byte = UInt8(truncatingIfNeeded: (index < 8 ? words.0 : words.1) >> UInt64(8 * (index % 8)))
+            if index == 6 { byte = (byte & 0x0F) | 0x40 }
+            if index == 8 { byte = (byte & 0x3F) | 0x80 }
             if index == 4 || index == 6 || index == 8 || index == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(hex[Int(byte >> 4)])
-            out.append(hex[Int(byte & 0x0F)])
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0x0F)])
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }
 
 /// Request ids need to be unique, not secret: a per-worker xoshiro256** generator seeded once

@@ -113,7 +113,7 @@ final class HTTPServerConnection {
     func flushOutput() {
         guard let bev, !isSecure, evbuffer_get_length(output) > 0 else { return }
         guard bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 else { return }
-        _ = evbuffer_write(output, bufferevent_getfd(bev))
+        writeQueuedOutput(output, to: bufferevent_getfd(bev))
         if evbuffer_get_length(output) > 0 {
             bufferevent_enable(bev, Int16(EV_WRITE))
         }

@@ -125,7 +125,9 @@ public final class HTTPServerRequest {
 
     /// Starts a streamed response; `contentLength` nil means chunked (HTTP/1.1) or
     /// close-delimited. `reason` is relayed when given (already checked clean), else RFC
-    /// 9110's phrase is written; `fields` writes the header fields.
+    /// 9110's phrase is written; `fields` writes the header fields. The head is queued, not
+    /// written: the caller adds what body it has and then calls `flushResponse()`, so a head and
+    /// a small body leave in one write.
     func startResponse(status: Int, reason: ArraySlice<UInt8>?, contentLength: Int?, fields: (inout HTTPHeadWriter) -> Void) {
         guard response == .notStarted, let connection else { return }
         let bodyless = method == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status)
@@ -155,7 +157,11 @@ public final class HTTPServerRequest {
             if !keepAlive { writer.appendField(.connection, "close") }
             writer.appendCRLF()
         }
-        connection.flushOutput()
+    }
+
+    /// Writes whatever of the response is queued (see `startResponse`).
+    func flushResponse() {
+        connection?.flushOutput()
     }
 
     /// Appends streamed body bytes, draining `buffer`.

@@ -129,7 +129,7 @@ final class UpstreamConnection {
     func flushOutput() {
         guard let bev, connected, !isSecure, evbuffer_get_length(output) > 0 else { return }
         if bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 {
-            _ = evbuffer_write(output, bufferevent_getfd(bev))
+            writeQueuedOutput(output, to: bufferevent_getfd(bev))
         }
         if evbuffer_get_length(output) > 0 {
             bufferevent_enable(bev, Int16(EV_WRITE))

@@ -332,6 +332,8 @@ final class UpstreamExchange {
             }
         }
         pumpResponseBody()
+        // The head waits for the first body bytes, so both usually leave in one write.
+        request.flushResponse()
     }
 
     private func pumpResponseBody() {

@@ -1,4 +1,5 @@
 import AGConfig
+import AGFormats
 import AGPolicy
 import Synchronization
 
@@ -238,5 +239,9 @@ final class RecordingLog: LogSink {
 
 final class RecordingAccessLog: AccessLogSink {
     private(set) var lines: [String] = []
-    func append(_ line: String) { lines.append(line) }
+    func appendLine(_ write: (inout JSONObjectWriter) -> Void) {
+        var line = JSONObjectWriter()
+        write(&line)
+        lines.append(line.finished())
+    }
 }

@@ -23,9 +23,12 @@ final class ProxyHarness: @unchecked Sendable {
     private var pool: UpstreamPool?
     private let socket: ListeningSocket
     private let recordedOutcomes = Mutex<[UpstreamOutcome]>([])
+    private let recordedUnsent = Mutex<[Int]>([])
 
     var port: Int { socket.port }
     var outcomes: [UpstreamOutcome] { recordedOutcomes.withLock { $0 } }
+    /// Bytes of each response still queued for the client when its outcome was reported.
+    var unsentAtOutcome: [Int] { recordedUnsent.withLock { $0 } }
 
     init(target: UpstreamTarget, timeouts: UpstreamTimeouts = UpstreamTimeouts(connect: .seconds(2), response: .seconds(10)),
          maxBodyBytes: Int = 200 * 1024 * 1024, poolConfiguration: UpstreamPoolConfiguration = UpstreamPoolConfiguration()) throws {
@@ -45,6 +48,7 @@ final class ProxyHarness: @unchecked Sendable {
                                      writer.appendField(field, of: head.headers)
                                  }
                              }) { outcome in
+                    self.recordedUnsent.withLock { $0.append(request.pendingOutput) }
                     self.recordedOutcomes.withLock { $0.append(outcome) }
                     if case .failed(let error) = outcome, error != .clientAborted {
                         let body = Array("{\"code\":\"\(Self.code(error))\"}".utf8)

@@ -1,0 +1,59 @@
+import AGTestSupport
+import Testing
+@testable import AGConfig
+
+/// The one-pass IPv4 parser (which runs for peer addresses on the request path) against a
+/// plain reference of the rules it replaced: split on `.`, four parts of one to three ASCII
+/// digits, no leading zero, each at most 255.
+@Suite struct IPAddressParsingTests {
+    static func reference(_ text: String) -> UInt32? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return nil }
+        var value: UInt32 = 0
+        for part in parts {
+            guard (1...3).contains(part.count), part.allSatisfy({ $0.isASCII && $0.isNumber }),
+                  part == "0" || !part.hasPrefix("0"), let octet = UInt32(part), octet <= 255 else { return nil }
+            value = value << 8 | octet
+        }
+        return value
+    }
+
+    static func parsed(_ text: String) -> UInt32? {
+        if case .v4(let value)? = IPAddress(text) { return value }
+        return nil
+    }
+
+    @Test(arguments: [
+        ("127.0.0.1", UInt32(0x7F00_0001)), ("0.0.0.0", 0), ("255.255.255.255", 0xFFFF_FFFF), ("10.20.30.40", 0x0A14_1E28),
+    ])
+    func accepted(_ text: String, _ value: UInt32) {
+        #expect(Self.parsed(text) == value)
+    }
+
+    @Test(arguments: ["", ".", "1.2.3", "1.2.3.4.5", "1..2.3", "01.2.3.4", "1.2.3.04", "256.1.1.1", "1.2.3.1000", "1.2.3.-1",
+                      "1.2.3.4 ", " 1.2.3.4", "1.2.3.a", "1.2.3.٣", "1.2.3.4\u{301}", "1.2.3.", ".1.2.3", "00.1.1.1"])
+    func refused(_ text: String) {
+        #expect(Self.parsed(text) == nil)
+        #expect(Self.reference(text) == nil)
+    }
+
+    @Test func agreesWithTheReferenceOnRandomText() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [String] = ["0", "1", "2", "5", "9", ".", ".", "25", "255", "256", "00", "a", " ", "٣", "\u{301}", ":"]
+        for _ in 0..<20_000 {
+            let text = (0..<Int.random(in: 0...9, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+            guard !text.contains(":") else { continue }
+            #expect(Self.parsed(text) == Self.reference(text), "\(text)")
+        }
+    }
+
+    @Test func peerTrustFromText() throws {
+        let (_, trusting) = try ConfigDefaultsTests.loadMinimal(
+            gateway: ConfigFixture.minimalGateway + "server:\n  trusted_proxies: [10.0.0.0/8]\n")
+        #expect(trusting.gateway.server.trusts(peer: "10.1.2.3"))
+        #expect(!trusting.gateway.server.trusts(peer: "11.1.2.3"))
+        #expect(!trusting.gateway.server.trusts(peer: "not an address"))
+        let (_, plain) = try ConfigDefaultsTests.loadMinimal()
+        #expect(!plain.gateway.server.trusts(peer: "10.1.2.3"))
+    }
+}
