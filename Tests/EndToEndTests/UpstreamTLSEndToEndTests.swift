@@ -16,8 +16,8 @@ struct UpstreamTLSEndToEndTests {
         let teamID = TestGateway.randomTeamID()
         let dns: TestDNSServer
 
-        init(upstream: String, upstreamCA: String?, workers: Int = 1) async throws {
-            dns = try await TestDNSServer.start(["api.test": .init(a: ["127.0.0.1"], ttl: 600)])
+        init(upstream: String, upstreamCA: String?, workers: Int = 1, addresses: [String] = ["127.0.0.1"]) async throws {
+            dns = try await TestDNSServer.start(["api.test": .init(a: addresses, ttl: 600)])
             gateway = try TestGateway(tenants: ["tls.yaml": TestGateway.tenantYAML(teamID: teamID, extra: """
                 upstream: \(upstream)
                 \(upstreamCA == nil ? "" : "upstream_ca: ../upstream-ca.pem")
@@ -67,6 +67,29 @@ struct UpstreamTLSEndToEndTests {
         #expect(server.acceptedConnections == 1, "twenty requests over one pooled TLS connection")
         #expect(server.events.filter { $0.kind == "handshake" }.map(\.sni) == ["api.test"])
         #expect(try setup.tlsFailures() == 0)
+    }
+
+    @Test func anAddressThatRefusesIsSkippedBeforeTheHandshake() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        // Nothing listens on 127.0.0.2: its TCP connect is refused, which is no TLS failure.
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation,
+                                    addresses: ["127.0.0.2", "127.0.0.1"])
+        defer { setup.gateway.stop() }
+        let response = try setup.get()
+        #expect(response.status == 200, "\(response.text) \(setup.loggedReason())")
+        #expect(server.requests.count == 1)
+        #expect(try setup.tlsFailures() == 0)
+
+        // An address that refuses is a connect failure, not a TLS one (it used to be counted
+        // and logged as "upstream TLS handshake failed: error:00000005:lib(0)::reason(5)").
+        let dead = try await Setup(upstream: "https://127.0.0.2:\(server.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { dead.gateway.stop() }
+        let refused = try dead.get()
+        #expect(refused.status == 502)
+        #expect(refused.code == "upstream_unavailable")
+        #expect(try dead.tlsFailures() == 0)
+        #expect(eventually { dead.loggedReason().hasPrefix("upstream connect failed") }, "\(dead.loggedReason())")
     }
 
     @Test func aCertificateForAnotherNameIsRefused() async throws {
