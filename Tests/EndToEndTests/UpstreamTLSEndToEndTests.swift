@@ -69,6 +69,45 @@ struct UpstreamTLSEndToEndTests {
         #expect(try setup.tlsFailures() == 0)
     }
 
+    @Test func aReloadKeepsWarmTLSConnectionsWhileTheRootsStayTheSame() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { setup.gateway.stop() }
+        #expect(try setup.get().status == 200)
+        #expect(try setup.gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(try setup.get().status == 200)
+        #expect(server.acceptedConnections == 1, "same roots: the pooled connection is still the tenant's")
+
+        // Other roots (the same CA and one more) are another trust: a fresh, verified connection.
+        let extra = try TestCertificateAuthority.generate().certificate.pemRepresentation
+        try (ca.certificate.pemRepresentation + extra).write(toFile: setup.gateway.directory + "/upstream-ca.pem",
+                                                             atomically: true, encoding: .utf8)
+        #expect(try setup.gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(try setup.get().status == 200)
+        #expect(server.acceptedConnections == 2)
+    }
+
+    @Test func largeBodiesStreamBothWaysOverOneTLSConnection() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { setup.gateway.stop() }
+        let client = try HTTPTestClient(port: setup.gateway.port, timeoutSeconds: 60)
+        let tenant = [("X-Team-ID", setup.teamID), ("X-Bundle-ID", "com.example.app")]
+        // Several times the pool's 256 KiB watermark: the TLS write path must drain and resume.
+        let upload = [UInt8](repeating: 0x61, count: 4 << 20)
+        let posted = try client.request("POST", "/public/upload", headers: tenant, body: upload)
+        #expect(posted.status == 200, "\(posted.text.prefix(200))")
+        #expect(posted.json["received"] as? Int == upload.count)
+        let downloaded = try client.request("GET", "/public/big/\(6 << 20)", headers: tenant)
+        #expect(downloaded.status == 200)
+        #expect(downloaded.body.count == 6 << 20)
+        #expect(downloaded.body.allSatisfy { $0 == 0x78 })
+        #expect(try client.request("GET", "/public/after", headers: tenant).status == 200)
+        #expect(server.acceptedConnections == 1, "the connection survived both and was pooled")
+    }
+
     @Test func anAddressThatRefusesIsSkippedBeforeTheHandshake() async throws {
         let ca = try TestCertificateAuthority.generate()
         let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))

@@ -6,12 +6,12 @@ Usage: tls_upstream.py CERT_CHAIN KEY BIND_ADDRESS PORT_FILE EVENT_LOG
 
 Listens on BIND_ADDRESS (port chosen by the kernel, written to PORT_FILE once listening) and
 serves HTTP/1.1 with keep-alive over TLS: every request is answered 200 with the JSON
-{"target", "connection", "sni"}. EVENT_LOG gets one JSON line per event, so a test can count
-what the gateway did on the wire:
+{"target", "connection", "sni", "received" (request body bytes)}, except …/big/N: N bytes "x".
+EVENT_LOG gets one JSON line per event, so a test can count what the gateway did on the wire:
   {"event": "accept", "connection": N}                       a TCP connection was accepted
   {"event": "handshake", "connection": N, "sni": name|null}  its TLS handshake completed
   {"event": "handshake_failed", "connection": N, "sni": …, "error": "…"}
-  {"event": "request", "connection": N, "method", "target", "host"}
+  {"event": "request", "connection": N, "method", "target", "host", "received"}
 """
 import json
 import os
@@ -60,11 +60,14 @@ def serve(raw, number, context, log):
                 name, _, value = field.partition(":")
                 headers[name.strip().lower()] = value.strip()
             length = int(headers.get("content-length", "0") or "0")
-            if length:
-                reader.read(length)
+            received = len(reader.read(length)) if length else 0
             log_event(log, event="request", connection=number, method=method, target=target,
-                      host=headers.get("host"))
-            body = json.dumps({"target": target, "connection": number, "sni": tls.sni}).encode()
+                      host=headers.get("host"), received=received)
+            if "/big/" in target:
+                body = b"x" * int(target.rsplit("/big/", 1)[1])
+            else:
+                body = json.dumps({"target": target, "connection": number, "sni": tls.sni,
+                                   "received": received}).encode()
             tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
                         + str(len(body)).encode() + b"\r\n\r\n" + body)
             if headers.get("connection", "").lower() == "close":
