@@ -16,8 +16,9 @@ struct UpstreamTLSEndToEndTests {
         let teamID = TestGateway.randomTeamID()
         let dns: TestDNSServer
 
-        init(upstream: String, upstreamCA: String?, workers: Int = 1, addresses: [String] = ["127.0.0.1"]) async throws {
-            dns = try await TestDNSServer.start(["api.test": .init(a: addresses, ttl: 600)])
+        init(upstream: String, upstreamCA: String?, workers: Int = 1, name: String = "api.test",
+             addresses: [String] = ["127.0.0.1"]) async throws {
+            dns = try await TestDNSServer.start([name: .init(a: addresses, ttl: 600)])
             gateway = try TestGateway(tenants: ["tls.yaml": TestGateway.tenantYAML(teamID: teamID, extra: """
                 upstream: \(upstream)
                 \(upstreamCA == nil ? "" : "upstream_ca: ../upstream-ca.pem")
@@ -159,6 +160,32 @@ struct UpstreamTLSEndToEndTests {
         #expect(server.requests.isEmpty)
         #expect(try setup.tlsFailures() == 1)
         #expect(eventually { setup.loggedReason().contains("certificate") }, "\(setup.loggedReason())")
+    }
+
+    @Test func wildcardsCoverOneWholeLabelAndExpiredCertificatesAreRefused() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let cases: [(TLSTestCertificate, String?)] = [
+            (try ca.issueTLSServerCertificate(dnsNames: ["*.svc.test"]), nil),
+            (try ca.issueTLSServerCertificate(dnsNames: ["ap*.svc.test"]), "hostname mismatch"),
+            (try ca.issueTLSServerCertificate(dnsNames: ["*.test"]), "hostname mismatch"),
+            (try ca.issueTLSServerCertificate(dnsNames: ["api.svc.test"], validDays: 2, now: Date().addingTimeInterval(-5 * 86_400)),
+             "certificate has expired"),
+        ]
+        for (certificate, refusal) in cases {
+            let server = try Self.upstream(certificate)
+            let setup = try await Setup(upstream: "https://api.svc.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation,
+                                        name: "api.svc.test")
+            defer { setup.gateway.stop() }
+            let response = try setup.get()
+            guard let refusal else {
+                #expect(response.status == 200, "\(response.text) \(setup.loggedReason())")
+                continue
+            }
+            #expect(response.status == 502)
+            #expect(response.code == "upstream_unavailable")
+            #expect(server.requests.isEmpty)
+            #expect(eventually { setup.loggedReason().contains(refusal) }, "\(refusal): \(setup.loggedReason())")
+        }
     }
 
     @Test func withoutUpstreamCATheSystemStoreDecidesAndRefusesATestCA() async throws {
