@@ -119,6 +119,22 @@ struct UpstreamHostNameEndToEndTests {
                 "the log says why: \(setup.gateway.logText())")
     }
 
+    @Test func whenEveryAddressFailedTheNameIsAskedAgainBeforeItsTTL() async throws {
+        let upstream = try RecordingUpstream()
+        defer { upstream.stop() }
+        // The service moved: the cached answer (TTL 600) names an address that now refuses.
+        let dns = try await TestDNSServer.start(["moved.test": .init(a: ["127.0.0.2"], ttl: 600)])
+        let setup = try Setup(dns: dns, upstreams: ["moved": "http://moved.test:\(upstream.port)"])
+        defer { setup.gateway.stop() }
+        let refused = try setup.get("moved")
+        #expect(refused.status == 502)
+        #expect(refused.code == "upstream_unavailable")
+        try dns.setZone(["moved.test": .init(a: ["127.0.0.1"], ttl: 600)])
+        #expect(try setup.get("moved").status == 200)
+        #expect(dns.queries("moved.test") == 2, "asked again at once, not after the TTL")
+        #expect(upstream.records.count == 1)
+    }
+
     @Test func aNameThatDoesNotResolveIs502AndAskedAgainNextTime() async throws {
         let upstream = try RecordingUpstream()
         defer { upstream.stop() }
