@@ -164,7 +164,7 @@ struct UpstreamHostNameEndToEndTests {
         let setup = try Setup(dns: dns, upstreams: ["black": "http://black.test:\(upstream.port)",
                                                     "fine": "http://fine.test:\(upstream.port)"], resolverTimeout: "3s")
         defer { setup.gateway.stop() }
-        let black = Task.detached { () -> (TestResponse, Duration) in
+        let black = startOnThread { () -> (TestResponse, Duration) in
             let started = ContinuousClock.now
             let response = try setup.get("black")
             return (response, ContinuousClock.now - started)
