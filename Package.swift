@@ -16,14 +16,14 @@ let package = Package(
         // What Swift cannot import directly: the hiredis libevent adapter, function-like macros.
         .target(name: "CShims", dependencies: ["CEvent", "CHiredis", "COpenSSL"]),
 
-        // Thin wrappers over the C libraries.
+        // Wrappers: the only Swift code that touches C, Unsafe* or OpaquePointer.
         .target(name: "AGEventLoop", dependencies: ["CEvent", "CShims"]),
         .target(name: "AGCrypto", dependencies: ["COpenSSL", "CShims"]),
+        .target(name: "AGYAML", dependencies: ["CYAML"]),
         .target(name: "AGRedis", dependencies: ["AGEventLoop", "CHiredis", "CShims"]),
         .target(name: "AGHTTP", dependencies: ["AGEventLoop", "AGCrypto", "CEvent", "CShims"]),
-        .target(name: "AGYAML", dependencies: ["CYAML"]),
 
-        // Pure domain code.
+        // Pure domain code: no sockets, no C, the clock injected.
         .target(name: "AGFormats"),
         .target(name: "AGJOSE", dependencies: ["AGFormats", "AGCrypto"]),
         .target(name: "AGAppAttest", dependencies: ["AGCrypto", "AGFormats"]),
@@ -31,38 +31,40 @@ let package = Package(
         .target(name: "AGConfig", dependencies: ["AGYAML", "AGFormats", "AGAppAttest", "AGRedis"]),
         .target(name: "AGPolicy", dependencies: ["AGConfig", "AGFormats", "AGRedis"]),
 
-        // Development and test tools (test CA, echo upstream): never imported by the serving path.
-        .target(name: "AGDevTools", dependencies: ["AGCrypto", "AGHTTP", "AGEventLoop", "AGFormats", "COpenSSL"]),
-
-        // The gateway and the executable.
+        // The runtime gateway: workers, routers, handlers, stores, admin API, metrics.
         .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGPlatformSSO", "AGRedis", "AGHTTP", "AGConfig", "AGPolicy"]),
-        .executableTarget(name: "attestgate", dependencies: ["AGGateway", "AGDevTools"]),
 
-        // The simulated device client: CLI, scripted demo and load generator.
+        // Tools: the test CA and echo upstream (never imported by the serving path), the
+        // simulated device and Mac, the fuzz targets (the library is built and replayed by the
+        // normal suite; the libFuzzer executable exists only when scripts/fuzz builds with
+        // AG_FUZZ=1, see there).
+        .target(name: "AGDevTools", dependencies: ["AGCrypto", "AGHTTP", "AGEventLoop", "AGFormats", "COpenSSL"]),
         .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevTools", "AGHTTP"]),
+        .target(name: "AGFuzzTargets", dependencies: ["AGFormats", "AGCrypto", "AGJOSE", "AGAppAttest", "AGPlatformSSO", "AGConfig", "AGHTTP", "AGGateway", "AGDevice", "AGDevTools"]),
+
+        // The executables.
+        .executableTarget(name: "attestgate", dependencies: ["AGGateway", "AGDevTools"]),
         .executableTarget(name: "attestgate-device", dependencies: ["AGDevice", "AGCrypto", "AGFormats"]),
 
+        // Tests: the shared test plumbing, then one target per module in the order above,
+        // then the end-to-end tests against real Redis, sockets and the built binaries.
+        .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGPolicy", "AGDevTools", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
+        .testTarget(name: "AGEventLoopTests", dependencies: ["AGEventLoop", "AGTestSupport"]),
         .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
-        .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
         .testTarget(name: "AGYAMLTests", dependencies: ["AGYAML"]),
-        .testTarget(name: "AGConfigTests", dependencies: ["AGConfig", "AGTestSupport", "AGYAML", "AGRedis", "AGFormats", "AGAppAttest"]),
-        .testTarget(name: "AGDevToolsTests", dependencies: ["AGDevTools", "AGCrypto"]),
-        .testTarget(name: "AGPolicyTests", dependencies: ["AGPolicy", "AGConfig", "AGFormats", "AGRedis", "AGTestSupport"]),
+        .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
+        .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP", "AGDevTools", "AGCrypto", "AGEventLoop", "AGTestSupport"]),
+        .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
         .testTarget(name: "AGJOSETests", dependencies: ["AGJOSE", "AGFormats", "AGCrypto"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
-        .testTarget(name: "AGEventLoopTests", dependencies: ["AGEventLoop", "AGTestSupport"]),
         .testTarget(name: "AGPlatformSSOTests", dependencies: ["AGPlatformSSO", "AGJOSE", "AGCrypto", "AGFormats"]),
-        .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
+        .testTarget(name: "AGConfigTests", dependencies: ["AGConfig", "AGTestSupport", "AGYAML", "AGRedis", "AGFormats", "AGAppAttest"]),
+        .testTarget(name: "AGPolicyTests", dependencies: ["AGPolicy", "AGConfig", "AGFormats", "AGRedis", "AGTestSupport"]),
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGPlatformSSO", "AGDevice", "AGCrypto", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGRedis", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevice", "AGYAML", "AGHTTP"]),
-        .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP", "AGDevTools", "AGCrypto", "AGEventLoop", "AGTestSupport"]),
+        .testTarget(name: "AGDevToolsTests", dependencies: ["AGDevTools", "AGCrypto"]),
         .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGDevTools", "AGTestSupport", "AGAppAttest", "AGFormats", "AGCrypto"]),
-        .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGPolicy", "AGDevTools", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
-
-        // Fuzz targets (issue 9): the library is built and replayed by the normal suite; the
-        // libFuzzer executable exists only when scripts/fuzz builds with AG_FUZZ=1 (see there).
-        .target(name: "AGFuzzTargets", dependencies: ["AGFormats", "AGCrypto", "AGJOSE", "AGAppAttest", "AGPlatformSSO", "AGConfig", "AGHTTP", "AGGateway", "AGDevice", "AGDevTools"]),
         .testTarget(name: "AGFuzzTargetsTests", dependencies: ["AGFuzzTargets"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGRedis", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevice", "AGYAML", "AGHTTP"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -7,7 +7,7 @@ extension GatewayConfig {
     public static let defaultAdminTokenFile = "../.run/admin-token"
     public static let defaultRootCAFile = "Apple_App_Attestation_Root_CA.pem"
 
-    private enum Keys {
+    enum Keys {
         static let root = ["server", "admin", "redis", "tokens", "challenge", "tiers", "ip_limits", "rate_limits", "proxy",
                            "quotas", "app_attest", "tenants_dir", "log", "resolver"]
         static let server = ["listen", "workers", "max_body_bytes", "max_proxy_body_bytes", "timeouts",
@@ -58,127 +58,8 @@ extension GatewayConfig {
     }
 
     /// A nested section; `nil` when absent or not a mapping (already reported).
-    private static func sub(_ field: ConfigField?, _ allowed: [String], _ d: ConfigDecoder) -> ConfigMapping? {
+    static func sub(_ field: ConfigField?, _ allowed: [String], _ d: ConfigDecoder) -> ConfigMapping? {
         field.flatMap { d.mapping($0, allowed: allowed) }
-    }
-
-    private static func decodeServer(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> ServerConfig {
-        let m = sub(field, Keys.server, d)
-        let timeouts = sub(m?["timeouts"], Keys.timeouts, d)
-        func timeout(_ key: String, _ fallback: Duration) -> Duration {
-            timeouts?[key].flatMap { d.duration($0) } ?? fallback
-        }
-        var tls: TLSFiles?
-        if let tlsMapping = sub(m?["tls"], Keys.tls, d) {
-            let certField = tlsMapping.required("cert")
-            let keyField = tlsMapping.required("key")
-            let cert = certField.flatMap { files.existing($0, what: "certificate file") }
-            let key = keyField.flatMap { files.existing($0, what: "private key file") }
-            if let cert, let key, let certField, let keyField {
-                tls = TLSFiles(certificateFile: cert, keyFile: key, certificateLocation: d.location(of: certField),
-                               keyLocation: d.location(of: keyField))
-            }
-        }
-        var proxies: [CIDRBlock] = []
-        if let items = m?["trusted_proxies"].flatMap({ d.sequence($0) }) {
-            proxies = items.compactMap { item in
-                guard let text = d.string(item) else { return nil }
-                guard let block = CIDRBlock(text) else {
-                    var message = "expected an IPv4 or IPv6 address or CIDR block like 10.0.0.0/8 or fd00::/8, got \(ConfigDecoder.quoted(text))"
-                    if let hint = CIDRBlock.networkHint(text), hint != text {
-                        message = "\(ConfigDecoder.quoted(text)) has host bits set; did you mean \(hint)?"
-                    }
-                    d.report(item, message)
-                    return nil
-                }
-                return block
-            }
-        }
-        return ServerConfig(
-            listen: m?["listen"].flatMap { listenAddress($0, d) } ?? defaultListen,
-            workers: m?["workers"].flatMap { d.int($0, in: 0...1_024) } ?? 0,
-            maxBodyBytes: m?["max_body_bytes"].flatMap { d.byteSize($0) } ?? 64 << 10,
-            maxProxyBodyBytes: m?["max_proxy_body_bytes"].flatMap { d.byteSize($0) } ?? 100 << 20,
-            timeouts: ServerTimeouts(
-                read: timeout("read", .seconds(30)),
-                header: timeout("header", .seconds(10)),
-                bodyMinRate: timeouts?["body_min_rate"].flatMap { d.int($0, in: 0...(1 << 30)) } ?? 240,
-                bodyRateWindow: timeout("body_rate_window", .seconds(5)),
-                write: timeout("write", .seconds(30)),
-                idle: timeout("idle", .seconds(60)),
-                upstreamConnect: timeout("upstream_connect", .seconds(2)),
-                upstreamResponse: timeout("upstream_response", .seconds(30)),
-                tlsHandshake: timeout("tls_handshake", .seconds(10))),
-            shutdownGrace: m?["shutdown_grace"].flatMap { d.duration($0, allowZero: true) } ?? .seconds(10),
-            trustedProxies: proxies,
-            tls: tls)
-    }
-
-    private static func listenAddress(_ field: ConfigField, _ d: ConfigDecoder) -> ListenAddress? {
-        guard let text = d.string(field) else { return nil }
-        guard let address = ListenAddress(text) else {
-            d.report(field, "expected host:port (IPv6 in brackets, e.g. [::]:8080), got \(ConfigDecoder.quoted(text))")
-            return nil
-        }
-        return address
-    }
-
-    private static func decodeAdmin(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> AdminConfig {
-        let m = sub(field, Keys.admin, d)
-        let tokenEnv = m?["token_env"].flatMap { field -> String? in
-            guard let name = d.string(field) else { return nil }
-            guard name.first.map({ !$0.isNumber }) == true,
-                  name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
-            else {
-                d.report(field, "expected an environment variable name (letters, digits, _), got \(ConfigDecoder.quoted(name))")
-                return nil
-            }
-            return name
-        }
-        var tokenFile: String?
-        if let fileField = m?["token_file"] {
-            // With token_env as an alternative source, the file may legitimately be absent.
-            tokenFile = tokenEnv == nil
-                ? files.existing(fileField, what: "admin token file")
-                : d.string(fileField).map { files.resolve($0) }
-        } else if m?.raw("token_env") == nil {
-            let defaultFile = files.resolve(defaultAdminTokenFile)
-            if let reason = ConfigFiles.unreadableReason(defaultFile) {
-                d.report(line: m?.line ?? 1, path: ConfigKeyPath.root.key("admin").key("token_file"),
-                         "admin token file \(ConfigDecoder.quoted(defaultFile)) (the default) \(reason); create it or set admin.token_file or admin.token_env")
-            }
-            tokenFile = defaultFile
-        }
-        return AdminConfig(listen: m?["listen"].flatMap { listenAddress($0, d) } ?? defaultAdminListen,
-                           tokenFile: tokenFile, tokenEnvironmentVariable: tokenEnv)
-    }
-
-    private static func decodeRedis(_ field: ConfigField?, _ d: ConfigDecoder) -> RedisConfig {
-        let m = sub(field, Keys.redis, d)
-        let endpoint = m?["url"].flatMap { field -> RedisURL? in
-            guard let text = d.string(field) else { return nil }
-            do throws(RedisURLError) {
-                return try RedisURL(parsing: text)
-            } catch {
-                // The URL may hold a password: show only its scheme, and the error without values.
-                let scheme = text.firstRange(of: "://").map { String(text[..<$0.lowerBound]) + "://…" } ?? "a value without a scheme"
-                d.report(field, "\(error.redactedDescription) (got \(scheme)); expected redis://[[user]:password@]host[:port][/db], unix:///path[?db=N], "
-                    + "redis-cluster://[[user]:password@]host:port[,host:port…] or "
-                    + "redis-sentinel://[[user]:password@]host:port[,host:port…]/<master-name>[?db=N]")
-                return nil
-            }
-        }
-        let timeout = m?["timeout"].flatMap { d.duration($0) } ?? .milliseconds(250)
-        let waitReplicas = m?["wait_replicas"].flatMap { d.int($0, in: 0...16) } ?? 0
-        var waitTimeout = timeout / 2
-        if let waitField = m?["wait_timeout"], let value = d.duration(waitField) {
-            if value >= timeout {
-                d.report(waitField, "must be shorter than redis.timeout (\(timeout)), which bounds the whole commit")
-            } else {
-                waitTimeout = value
-            }
-        }
-        return RedisConfig(url: endpoint ?? defaultRedis, timeout: timeout, waitReplicas: waitReplicas, waitTimeout: waitTimeout)
     }
 
     private static func decodeTokens(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> TokenConfig {
@@ -345,7 +226,7 @@ extension GatewayConfig {
 }
 
 /// Resolves paths named in `gateway.yaml` and checks the files can be opened when serving.
-private struct ReferencedFiles {
+struct ReferencedFiles {
     let decoder: ConfigDecoder
     let directory: String
 

@@ -17,7 +17,7 @@ import Testing
     /// Every `RedisScript` the gateway defines, so a new one cannot be added without a run here.
     static let all: [(String, RedisScript)] = [
         ("rate limit", RateLimitScript.script), ("refund", AdmissionScripts.refund),
-        ("proxy admission", AdmissionScripts.proxyAdmission), ("prepare refresh", DeviceScripts.prepareRefresh),
+        ("device standing", AdmissionScripts.deviceStanding), ("prepare refresh", DeviceScripts.prepareRefresh),
         ("commit refresh", DeviceScripts.commitRefresh), ("prepare attestation", DeviceScripts.prepareAttestation),
         ("commit attestation", DeviceScripts.commitAttestation), ("issue challenge", DeviceScripts.issueChallenge),
         ("revoke", DeviceScripts.revoke), ("import key", DeviceScripts.importKey), ("read tiers", TierStore.readScript),
@@ -111,9 +111,10 @@ import Testing
                 // The proxy's admission, then the admin calls on the same device.
                 let api = tenant.bucketKeys.check(.api, limitPerMinute: 1000)
                 let deviceKey = RedisDeviceStore.deviceKey(tenant, keyID)
-                let admitted = await run { done in parts.value.limiter.admit([api], deviceKey: deviceKey, fallback: .refuse) { done($0) } }
-                guard case .checked(.allowed) = admitted else { Issue.record("admission: \(admitted)"); return }
-                let leased = await run { done in parts.value.limiter.lease(api, fallback: .refuse) { done($0) } }
+                let unchecked = DeviceCheck(deviceKey: deviceKey, epochKey: tenant.deviceEpochKey, checkedAt: nil)
+                let admitted = await run { done in parts.value.limiter.admit(api, device: unchecked, fallback: .refuse) { done($0) } }
+                guard case .checked(.allowed, let deviceEpoch?) = admitted else { Issue.record("admission: \(admitted)"); return }
+                let leased = await run { done in parts.value.limiter.lease(api, epochKey: tenant.deviceEpochKey, fallback: .refuse) { done($0) } }
                 guard case .allowed = leased else { Issue.record("lease: \(leased)"); return }
                 let imported = keyID + "x"
                 try await run { done in
@@ -128,7 +129,14 @@ import Testing
                     parts.value.redis.evalScript(StoreEpochScript.script, keys: [StoreEpochScript.key], args: ["0", "cluster-test"]) { done($0) }
                 }
                 #expect(epoch.map { $0.array?.count } == .success(2))
-                #expect(await run { done in parts.value.limiter.admit([api], deviceKey: deviceKey, fallback: .refuse) { done($0) } }
+                // The revocation moved the epoch: the next lease (the last one lapsed) reads it,
+                // and the token checked before it is read again and refused.
+                time.advance(.seconds(2))
+                _ = await run { done in parts.value.limiter.lease(api, epochKey: tenant.deviceEpochKey, fallback: .refuse) { done($0) } }
+                let checked = DeviceCheck(deviceKey: deviceKey, epochKey: tenant.deviceEpochKey, checkedAt: deviceEpoch)
+                #expect(await run { done in parts.value.limiter.admit(api, device: checked, fallback: .refuse) { done($0) } }
+                    == .refused(.revoked))
+                #expect(await run { done in parts.value.limiter.admit(api, device: unchecked, fallback: .refuse) { done($0) } }
                     == .refused(.revoked))
 
                 // Tier administration and the read every instance does.

@@ -31,11 +31,20 @@ struct ProxyAndAdminRouteTests {
         #expect(forwarded.injected.contains { $0.name == "X-Attest-Claims" })
         #expect(harness.limiter.checked.map { $0.map(\.name) } == [["api"]])
         #expect(harness.limiter.deviceChecks == ["ag:{\(RouterHarness.appID)}:dev:a2V5LWlk"])
-        // The second use comes from the token cache, but its device is checked again (in the
-        // same script call as the bucket): a revocation applies to the very next request.
+        // The second use comes from the token cache, and its device, found in good standing at
+        // the tenant's current device epoch, is not read again.
         _ = harness.send("GET", "/api/x", headers: bearer(token))
-        #expect(harness.limiter.deviceChecks.count == 2)
+        #expect(harness.limiter.deviceChecks.count == 1)
         #expect(harness.metrics.counters["attestgate_token_cache_hits_total"] == 1)
+        // Once the epoch moves (a revocation somewhere in the tenant), it is read again, and a
+        // revoked device is refused.
+        harness.limiter.epoch += 1
+        harness.limiter.revoked = ["a2V5LWlk"]
+        let refused = harness.send("GET", "/api/x", headers: bearer(token))
+        #expect(refused.status == 403)
+        #expect(refused.code == "forbidden")
+        #expect(harness.limiter.deviceChecks.count == 2)
+        #expect(harness.forwarder.forwarded.count == 2)
     }
 
     @Test func anonymousRoutesForwardNoClaims() throws {

@@ -26,15 +26,17 @@ struct RateLimitLeaseTests {
         try await RedisServer.withPrivate { redis in
             try await RateLimitTestInstance.with(redis.url) { instance in
                 let key = Self.key()
+                let epochKey = key.replacingOccurrences(of: "rl:api", with: "devepoch")
                 var bucket = TokenBucket(limitPerMinute: limit, now: Self.start)
                 for offset: Int64 in [0, 0, 500_000, 6_000_000, 6_000_000, 60_000_000] {
                     let now = Self.start + offset
                     let expected = bucket.take(upTo: want, now: now, limitPerMinute: limit)
-                    let reply = try await instance.send(["EVAL", RateLimitScript.leaseSource, "1", key, String(now), String(limit),
-                                                         String(want)]).get()
+                    let reply = try await instance.send(["EVAL", RateLimitScript.leaseSource, "2", key, epochKey, String(now),
+                                                         String(limit), String(want), "42"]).get()
                     let parsed = try #require(RateLimitScript.leaseDecision(from: reply, limit: limit))
                     #expect(parsed.granted == expected.granted, "granted at +\(offset)")
                     #expect(parsed.decision == expected.decision, "decision at +\(offset)")
+                    #expect(parsed.epoch == "42", "a missing epoch starts at the seed and stays")
                 }
             }
         }

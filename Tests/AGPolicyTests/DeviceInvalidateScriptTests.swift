@@ -5,14 +5,17 @@ import Testing
 @testable import AGPolicy
 
 /// `DeviceScripts.invalidate` against a real `redis-server`: it deletes a device record only
-/// while the record holds the key that signed the refused assertion and is not revoked.
+/// while the record holds the key that signed the refused assertion and is not revoked, and
+/// then (only then) moves the tenant's device epoch.
 @Suite("device invalidate script")
 struct DeviceInvalidateScriptTests {
     let url = TestGateway.sharedRedisURL
-    let key = "ag:{T\(UUID().uuidString.prefix(8)).com.example.app}:dev:k"
+    let tag = "ag:{T\(UUID().uuidString.prefix(8)).com.example.app}:"
+    var key: String { tag + "dev:k" }
+    var epochKey: String { tag + "devepoch" }
 
     func invalidate(pk: String) throws -> String {
-        try RedisCLI.run(url, "EVAL", DeviceScripts.invalidate.source, "1", key, "1700000000000000", pk)
+        try RedisCLI.run(url, "EVAL", DeviceScripts.invalidate.source, "2", key, epochKey, "1700000000000000", pk, "1000")
     }
 
     @Test(arguments: [
@@ -23,14 +26,24 @@ struct DeviceInvalidateScriptTests {
     ])
     func deletesOnlyTheRecordOfTheKeyThatSigned(stored: String, revoked: String, verified: String, deleted: Bool) throws {
         _ = try RedisCLI.run(url, "HSET", key, "pk", stored, "ctr", "3", "rev", revoked)
-        defer { _ = try? RedisCLI.run(url, "DEL", key) }
+        _ = try RedisCLI.run(url, "SET", epochKey, "7")
+        defer { _ = try? RedisCLI.run(url, "DEL", key, epochKey) }
         #expect(try invalidate(pk: verified) == (deleted ? "1" : "0"))
         #expect(try RedisCLI.run(url, "EXISTS", key) == (deleted ? "0" : "1"))
+        #expect(try RedisCLI.run(url, "GET", epochKey) == (deleted ? "8" : "7"), "a deletion moves the epoch, nothing else does")
         if !deleted { #expect(try RedisCLI.run(url, "HGET", key, "pk") == stored) }
     }
 
     @Test func aMissingRecordStaysMissing() throws {
         #expect(try invalidate(pk: "pkA") == "0")
         #expect(try RedisCLI.run(url, "EXISTS", key) == "0")
+        #expect(try RedisCLI.run(url, "EXISTS", epochKey) == "0")
+    }
+
+    @Test func aMissingEpochStartsAtTheSeedNotAtOne() throws {
+        _ = try RedisCLI.run(url, "HSET", key, "pk", "pkA", "rev", "0")
+        defer { _ = try? RedisCLI.run(url, "DEL", key, epochKey) }
+        #expect(try invalidate(pk: "pkA") == "1")
+        #expect(try RedisCLI.run(url, "GET", epochKey) == "1000")
     }
 }

@@ -74,14 +74,16 @@ public final class RateLimitTestInstance: Sendable {
         }
     }
 
-    /// `count` requests admitted through the worker's `api` lease, all started at once.
+    /// `count` requests admitted through the worker's `api` lease, all started at once; the
+    /// device epoch key is the bucket's tenant's (`ag:{APPID}:devepoch`).
     public func leaseBurst(_ count: Int, _ check: BucketCheck, fallback: RateLimitFallback = .local) async -> [RateLimitOutcome] {
         let parts = self.parts
+        let epochKey = String(check.key.prefix { $0 != "}" }) + "}:devepoch"
         return await loop.await { _, done in
             var outcomes = [RateLimitOutcome?](repeating: nil, count: count)
             var left = count
             for index in 0..<count {
-                parts.value.limiter.lease(check, fallback: fallback) { outcome in
+                parts.value.limiter.lease(check, epochKey: epochKey, fallback: fallback) { outcome in
                     outcomes[index] = outcome
                     left -= 1
                     if left == 0 { done(outcomes.map { $0! }) }

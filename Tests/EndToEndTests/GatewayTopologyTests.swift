@@ -1,6 +1,7 @@
 import AGDevice
 import AGFormats
 import AGPlatformSSO
+import AGPolicy
 import AGRedis
 import AGTestSupport
 import Foundation
@@ -17,9 +18,12 @@ import Testing
     func theWholeFlowRunsOn(_ topology: String) async throws {
         let url = topology == "cluster" ? try await Self.clusterURL() : try await Self.sentinelURL()
         try await onThread {
-            let first = try ProxyFixture(redisURL: url)
+            // A revocation reaches every worker within one lease lifetime (or at once through
+            // the events stream): the shared clock is moved past that bound after it.
+            let time = ManualTime()
+            let first = try ProxyFixture(redisURL: url, time: time)
             defer { first.stop() }
-            let second = try ProxyFixture(teamID: first.teamID, redisURL: url, upstream: first.upstream)
+            let second = try ProxyFixture(teamID: first.teamID, redisURL: url, upstream: first.upstream, time: time)
             defer { second.gateway.stop() }
             try FileManager.default.removeItem(atPath: second.gateway.directory + "/keys/test-es256.pem")
             try FileManager.default.copyItem(atPath: first.gateway.directory + "/keys/test-es256.pem",
@@ -30,6 +34,7 @@ import Testing
             #expect(try first.get("/api/x", token: token).status == 200)
             #expect(try second.get("/api/x", token: token).status == 200)
             #expect(try first.gateway.admin("POST", "/admin/v1/tenants/\(first.appID)/keys/\(device.keyIDForPath)/revoke").status == 200)
+            time.advance(.microseconds(LeaseSizing.lifetimeMicroseconds) + .milliseconds(100))
             for instance in [first, second] {
                 let refused = try instance.get("/api/x", token: token)
                 #expect(refused.status == 403)

@@ -115,8 +115,9 @@ enum ProxyHandler {
         return token
     }
 
-    /// Refuses tokens of a device this worker heard was revoked; the device record itself is
-    /// checked in Redis with the `api` bucket (`admit`).
+    /// Refuses at once the tokens of a device this worker heard was revoked (the events
+    /// stream); the device record itself is checked in Redis at each change of the tenant's
+    /// device epoch (`admit`).
     private static func checkRevocation(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, token: VerifiedToken) {
         guard let keyID = token.keyID else { return context.fail(.tokenInvalid("the token names no device")) }
         guard !context.services.revocations.isRevoked(appID: tenant.appID, keyID: keyID) else {
@@ -129,9 +130,10 @@ enum ProxyHandler {
 
     /// Authentication passed (or the route needs none): the tenant `api` bucket decides, with
     /// `rate_limits.on_store_error` while Redis is down. Its `X-RateLimit-*` headers are copied
-    /// onto the proxied response too. With a token, the same script call checks the device
-    /// record: revoked or gone → 403 `forbidden`; Redis unreachable → `proxy
-    /// .unverified_token_policy` (`deny`: 503 `store_unavailable`).
+    /// onto the proxied response too. With a token, the device record must be in good standing
+    /// at the tenant's current device epoch (read again only when the epoch moved): revoked or
+    /// gone → 403 `forbidden`; Redis unreachable → `proxy.unverified_token_policy` (`deny`: 503
+    /// `store_unavailable`). In the steady state neither costs a Redis call.
     static func admit(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, token: VerifiedToken?) {
         guard let token, let keyID = token.keyID else {
             context.rateLimit(.api, tenant: tenant) {
@@ -139,7 +141,7 @@ enum ProxyHandler {
             }
             return
         }
-        context.rateLimit(.api, tenant: tenant, deviceKey: RedisDeviceStore.deviceKey(tenant, keyID)) {
+        context.rateLimitAPI(tenant: tenant, token: token, keyID: keyID) {
             forward(context, tenant: tenant, proxy: proxy, token: token)
         }
     }

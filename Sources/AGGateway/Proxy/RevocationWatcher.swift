@@ -4,12 +4,13 @@ import AGRedis
 
 /// What one worker has heard about revoked devices, from the `ag:{cfg}:events` stream.
 ///
-/// Not what keeps revoked tokens out: every proxied request with a token checks the device
-/// record in Redis, in the same script call as its `api` bucket (`AdmissionScripts
-/// .proxyAdmission`), so a revocation, a deleted record or a Redis that restarted empty is
-/// refused at once on every instance, with nothing to deliver and nothing to lose. This set
-/// is the fallback for the one case without that check: Redis unreachable and
-/// `proxy.unverified_token_policy: allow`; a device revoked before Redis went away is still
+/// Not what keeps revoked tokens out: a revocation, an invalidation (and a Redis that
+/// restarted empty) moves the tenant's device epoch, which every worker reads with each `api`
+/// lease, and a token checked at an older epoch has its device record read again
+/// (`RateLimiter+Devices`), so every instance refuses within one lease lifetime (1 s) with
+/// nothing to deliver and nothing to lose. This set is the fast path — a revocation heard here
+/// is refused on this worker at once — and the fallback for Redis unreachable with
+/// `proxy.unverified_token_policy: allow`: a device revoked before Redis went away is still
 /// refused then. Entries are dropped once every token of the device that predates the
 /// revocation has expired (`retention`). Loop thread only.
 final class RevocationWatcher: RevocationState {

@@ -13,6 +13,9 @@ final class VerifiedToken {
     /// Claim headers and payload header, computed at first use. One token belongs to one
     /// tenant and the cache is per snapshot, so the mapping cannot change under it.
     var injectedHeaders: [(name: String, value: String)]?
+    /// The tenant's device epoch (`DeviceEpoch`) at which this worker last found the token's
+    /// device record in good standing; nil before the first check and after a refusal.
+    var checkedEpoch: String?
 
     /// Takes a signature-verified JWT apart; throws when `exp` is missing or a time claim is
     /// not a number. Whether the times hold is checked per request (`TokenClaimsPolicy`).

@@ -8,7 +8,8 @@ import AGRedis
 ///
 /// Leased tokens are taken from the shared bucket first, so leasing never admits more than the
 /// bucket holds; `X-RateLimit-Remaining` reads Redis's count at the last lease plus this
-/// worker's unspent tokens.
+/// worker's unspent tokens. Each lease call also reads the tenant's device epoch (see
+/// `RateLimiter+Devices`).
 extension RateLimiter {
     /// One bucket's lease on this worker.
     struct Lease {
@@ -32,27 +33,33 @@ extension RateLimiter {
         }
     }
 
-    /// Admits one request against `check` from the worker's lease, fetching a new one when
-    /// it is spent or lapsed. Completes exactly once on the loop thread.
-    public func lease(_ check: BucketCheck, fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void) {
-        let now = time.nowMicroseconds
+    /// Admits one request against `check` from the worker's lease of it, fetching a new one
+    /// (with the tenant's device epoch at `epochKey`) when it is spent or lapsed. Completes
+    /// exactly once on the loop thread.
+    public func lease(_ check: BucketCheck, epochKey: String, fallback: RateLimitFallback,
+                      completion: @escaping (RateLimitOutcome) -> Void) {
+        if let outcome = spendLeased(check) { return completion(outcome) }
         var lease = leases[check.key].flatMap { $0.check == check ? $0 : nil } ?? Lease(check: check)
         lease.demand += 1
-        if lease.tokens > 0, now < lease.expiresAt, let decision = lease.decision {
-            lease.tokens -= 1
-            leases[check.key] = lease
-            completion(.allowed(BucketDecision(check: check, decision: Self.local(decision, unspent: lease.tokens))))
-            return
-        }
         lease.tokens = 0
         lease.waiting.append(completion)
         let start = !lease.requesting
         lease.requesting = true
         leases[check.key] = lease
-        if start { fetchLease(check, fallback: fallback) }
+        if start { fetchLease(check, epochKey: epochKey, fallback: fallback) }
     }
 
-    private func fetchLease(_ check: BucketCheck, fallback: RateLimitFallback) {
+    /// One token from the lease of `check` when it holds one and has not lapsed; nil otherwise.
+    func spendLeased(_ check: BucketCheck) -> RateLimitOutcome? {
+        guard var lease = leases[check.key], lease.check == check, lease.tokens > 0, time.nowMicroseconds < lease.expiresAt,
+              let decision = lease.decision else { return nil }
+        lease.demand += 1
+        lease.tokens -= 1
+        leases[check.key] = lease
+        return .allowed(BucketDecision(check: check, decision: Self.local(decision, unspent: lease.tokens)))
+    }
+
+    private func fetchLease(_ check: BucketCheck, epochKey: String, fallback: RateLimitFallback) {
         guard var lease = leases[check.key] else { return }
         let want = max(lease.waiting.count, LeaseSizing.batch(limitPerMinute: check.limitPerMinute,
                                                               remaining: lease.decision?.remaining ?? Int.max,
@@ -60,14 +67,15 @@ extension RateLimiter {
         lease.demand = 0
         leases[check.key] = lease
         let now = time.nowMicroseconds
-        redis.evalScript(RateLimitScript.lease, keys: [check.key],
-                         args: [String(now), String(check.limitPerMinute), String(want)]) { [self] result in
+        redis.evalScript(RateLimitScript.lease, keys: [check.key, epochKey],
+                         args: [String(now), String(check.limitPerMinute), String(want), DeviceEpoch.seed()]) { [self] result in
             guard var lease = leases[check.key] else { return }
             var answers: [(completion: (RateLimitOutcome) -> Void, outcome: RateLimitOutcome)] = []
             var stillWaiting: [(RateLimitOutcome) -> Void] = []
             if case .success(let reply) = result,
-               let (granted, decision) = RateLimitScript.leaseDecision(from: reply, limit: check.limitPerMinute) {
+               let (granted, decision, epoch) = RateLimitScript.leaseDecision(from: reply, limit: check.limitPerMinute) {
                 leaveFallback()
+                learnEpoch(epochKey, epoch, sentAt: now)
                 // Fewer than asked for: the shared bucket ran dry, the rest are refused. As many as
                 // asked for while more requests queued up meanwhile: those wait for the next lease.
                 let exhausted = granted < want
@@ -98,7 +106,7 @@ extension RateLimiter {
             lease.waiting = stillWaiting
             lease.requesting = !stillWaiting.isEmpty
             leases[check.key] = lease
-            if lease.requesting { fetchLease(check, fallback: fallback) }
+            if lease.requesting { fetchLease(check, epochKey: epochKey, fallback: fallback) }
             // Completions may send more requests through `lease`: the state is stored first.
             for answer in answers { answer.completion(answer.outcome) }
         }

@@ -62,8 +62,8 @@ public enum RateLimitOutcome: Sendable, Hashable {
     }
 }
 
-/// Rate-limit decisions for one worker: one Redis script call per request, with a fallback
-/// while Redis is unreachable.
+/// Rate-limit decisions for one worker: one Redis script call per request (the proxied `api`
+/// bucket: a lease per batch of requests), with a fallback while Redis is unreachable.
 ///
 /// Confined to the worker's loop thread, like its `RedisClient`. Every Redis failure (not
 /// connected, timeout, error reply) applies the caller's `RateLimitFallback`; the next
@@ -87,6 +87,8 @@ public final class RateLimiter: Limiter {
     private let logger: Logger
     /// The `api` leases of this worker by bucket key (see `RateLimiter+Leases`).
     var leases: [String: Lease] = [:]
+    /// The device epoch of each tenant by its key, as last read (see `RateLimiter+Devices`).
+    var epochs: [String: KnownEpoch] = [:]
 
     /// - Parameter localBuckets: the instance's shared fallback buckets.
     public init(redis: RedisClient, localBuckets: LocalBuckets, time: any TimeSource, logger: Logger,
@@ -183,29 +185,6 @@ public final class RateLimiter: Limiter {
 
     private func refund(_ check: BucketCheck, now: Int64) {
         redis.evalScript(AdmissionScripts.refund, keys: [check.key], args: [String(now), String(check.limitPerMinute)]) { _ in }
-    }
-
-    /// The proxied request's device standing and buckets in one script call (see `Limiter`).
-    func admit(_ checks: [BucketCheck], deviceKey: String, fallback: RateLimitFallback,
-                      completion: @escaping (DeviceAdmission) -> Void) {
-        let limits = checks.map(\.limitPerMinute)
-        let args = RateLimitScript.arguments(checks, now: time.nowMicroseconds)
-        redis.evalScript(AdmissionScripts.proxyAdmission, keys: checks.map(\.key) + [deviceKey], args: args) { result in
-            if case .success(let reply) = result, let parts = reply.array, let word = parts.first?.string,
-               let standing = AdmissionScripts.DeviceStanding(rawValue: word) {
-                if standing != .active {
-                    self.leaveFallback()
-                    return completion(.refused(standing))
-                }
-                if parts.count == 2, let (allowed, decisions) = RateLimitScript.decisions(from: parts[1], limits: limits) {
-                    self.leaveFallback()
-                    return completion(.checked(.combining(checks, allowed: allowed, decisions)))
-                }
-            }
-            let reason = if case .failure(let error) = result { error.description } else { "unexpected admission script reply" }
-            self.enterFallback(reason: reason)
-            completion(.unverified(self.fallbackOutcome(checks, fallback)))
-        }
     }
 
     func fallbackOutcome(_ checks: [BucketCheck], _ fallback: RateLimitFallback) -> RateLimitOutcome {

@@ -30,25 +30,32 @@ extension RequestContext {
         }
         // Proxied requests spend leased tokens: no store round trip per request.
         if route == .api, checks.count == 1 {
-            services.limiter.lease(checks[0], fallback: fallback, completion: decided)
+            services.limiter.lease(checks[0], epochKey: tenant.deviceEpochKey, fallback: fallback, completion: decided)
         } else {
             services.limiter.check(checks, fallback: fallback, completion: decided)
         }
     }
 
-    /// `rateLimit` for a request with a token: the device record `deviceKey` is checked in the
-    /// same script call. A revoked or missing record is refused like a revocation; when Redis
-    /// cannot answer, `proxy.unverified_token_policy` decides (`deny`: 503).
-    func rateLimit(_ route: RateLimitedRoute, tenant: Tenant, deviceKey: String, next: @escaping () -> Void) {
-        let checks = route.checks(tenant: tenant.bucketKeys, clientIP: { clientIP }, tier: effectiveTier(tenant),
-                                  ipLimits: snapshot.gateway.ipLimits)
-        services.limiter.admit(checks, deviceKey: deviceKey, fallback: route.fallback(snapshot.gateway.rateLimits)) { [self] admission in
+    /// The proxied `api` bucket for a request with `token` of the device `keyID`: the device
+    /// record must exist and not be revoked (checked again whenever the tenant's device epoch
+    /// moved since this worker last found it in good standing, see `RateLimiter+Devices`). A
+    /// revoked or missing record is refused like a revocation; when Redis cannot answer,
+    /// `proxy.unverified_token_policy` decides (`deny`: 503).
+    func rateLimitAPI(tenant: Tenant, token: VerifiedToken, keyID: String, next: @escaping () -> Void) {
+        let checks = RateLimitedRoute.api.checks(tenant: tenant.bucketKeys, clientIP: { clientIP }, tier: effectiveTier(tenant),
+                                                 ipLimits: snapshot.gateway.ipLimits)
+        precondition(checks.count == 1, "the api route has one bucket")
+        let device = DeviceCheck(deviceKey: RedisDeviceStore.deviceKey(tenant, keyID), epochKey: tenant.deviceEpochKey,
+                                 checkedAt: token.checkedEpoch)
+        services.limiter.admit(checks[0], device: device, fallback: RateLimitedRoute.api.fallback(snapshot.gateway.rateLimits)) { [self] admission in
             switch admission {
             case .refused(let standing):
+                token.checkedEpoch = nil
                 services.metrics.increment(standing == .revoked ? "attestgate_proxy_refused_devices_total{reason=\"revoked\"}"
                                                                 : "attestgate_proxy_refused_devices_total{reason=\"unknown\"}")
                 fail(.deviceRevoked)
-            case .checked(let outcome):
+            case .checked(let outcome, let epoch):
+                if let epoch { token.checkedEpoch = epoch }
                 if admit(outcome, tenant: tenant) { next() }
             case .unverified(let outcome):
                 switch snapshot.gateway.proxy.unverifiedTokenPolicy {

@@ -50,21 +50,37 @@ protocol Limiter: AnyObject {
     /// Takes one token from every bucket of `checks` in one store call (all or none).
     /// Completes exactly once on the loop thread, possibly before returning.
     func check(_ checks: [BucketCheck], fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
-    /// Takes one token of `check` from this worker's lease of it (the proxied `api` bucket).
-    func lease(_ check: BucketCheck, fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
-    /// A proxied request with a token: the device record `deviceKey` must exist and not be
-    /// revoked, then `checks` decide; one round trip. Completes exactly once on the loop thread.
-    func admit(_ checks: [BucketCheck], deviceKey: String, fallback: RateLimitFallback,
+    /// Takes one token of `check` from this worker's lease of it (the proxied `api` bucket);
+    /// the lease call also reads the tenant's device epoch at `epochKey`.
+    func lease(_ check: BucketCheck, epochKey: String, fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void)
+    /// A proxied request with a token: the device record must exist and not be revoked, then
+    /// `check` (the `api` bucket) decides. No Redis call when the token's device was found in
+    /// good standing at the tenant's current device epoch and the lease has a token; else one
+    /// round trip for the record (and one for the lease when it is due). Completes exactly
+    /// once on the loop thread.
+    func admit(_ check: BucketCheck, device: DeviceCheck, fallback: RateLimitFallback,
                completion: @escaping (DeviceAdmission) -> Void)
+}
+
+/// A proxied token's device, as `Limiter.admit` checks it.
+struct DeviceCheck {
+    /// `ag:{APPID}:dev:<keyId>`.
+    let deviceKey: String
+    /// `ag:{APPID}:devepoch` (`DeviceEpoch`).
+    let epochKey: String
+    /// The tenant device epoch at which this worker last found the record in good standing
+    /// (kept on the cached token); nil when never.
+    let checkedAt: String?
 }
 
 /// What `Limiter.admit` found.
 enum DeviceAdmission: Equatable {
-    /// The device record says revoked, or is gone: refuse like a revocation. No token taken.
+    /// The device record says revoked, or is gone: refuse like a revocation.
     case refused(AdmissionScripts.DeviceStanding)
-    /// The device is in good standing; the buckets decided.
-    case checked(RateLimitOutcome)
-    /// Redis could not answer: the device is unchecked, the buckets followed their fallback.
+    /// The device is in good standing at `epoch` (for the token to remember; nil when the
+    /// bucket refused before the record could be read again); the bucket decided.
+    case checked(RateLimitOutcome, epoch: String?)
+    /// Redis could not answer: the device is unchecked, the bucket followed its fallback.
     case unverified(RateLimitOutcome)
 }
 

@@ -3,8 +3,9 @@ import AGPolicy
 import AGRedis
 
 /// The admin API's device calls on Redis. A revocation or re-import changes the record (the
-/// truth every proxied request checks), then appends an event to the events stream for the
-/// instances' local revoked sets. The record lives in the tenant's cluster slot and the stream
+/// truth every proxied request checks; a revocation bumps the tenant's device epoch in the
+/// same script, so every worker reads the record again within a lease lifetime), then appends
+/// an event to the events stream for the instances' local revoked sets. The record lives in the tenant's cluster slot and the stream
 /// in `{cfg}`'s, so these are two commands; an event lost between them (Redis failing at
 /// that instant) only leaves an instance's fallback set behind, never a token admitted.
 extension RedisDeviceStore: DeviceAdministration {
@@ -34,8 +35,8 @@ extension RedisDeviceStore: DeviceAdministration {
     func revoke(tenant: Tenant, keyID: String, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
         let event = GatewayEvents.device("revoke", appID: tenant.appID, keyID: keyID)
         let redis = self.redis
-        redis.evalScript(DeviceScripts.revoke, keys: [Self.deviceKey(tenant, keyID)],
-                         args: [String(time.nowMicroseconds)]) { result in
+        redis.evalScript(DeviceScripts.revoke, keys: [Self.deviceKey(tenant, keyID), tenant.deviceEpochKey],
+                         args: [String(time.nowMicroseconds), DeviceEpoch.seed()]) { result in
             if case .success(let reply) = result, reply.int == 1 { redis.send(GatewayEvents.append(event)) { _ in } }
             completion(Self.store(result).map { $0.int == 1 })
         }

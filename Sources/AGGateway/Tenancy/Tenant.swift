@@ -9,6 +9,8 @@ final class Tenant: Sendable {
     /// Redis hash tag for this tenant's keys: `ag:{TEAMID.bundle.id}:`.
     let keyPrefix: String
     let bucketKeys: TenantBucketKeys
+    /// `ag:{APPID}:devepoch`: the tenant's device epoch (`DeviceEpoch`).
+    let deviceEpochKey: String
     /// SHA-256 of the App ID: the RP ID hash every authenticator data must start with.
     let rpIDHash: [UInt8]
     let series: TenantSeries
@@ -21,6 +23,7 @@ final class Tenant: Sendable {
         self.config = config
         keyPrefix = "ag:{\(config.appID)}:"
         bucketKeys = TenantBucketKeys(appID: config.appID)
+        deviceEpochKey = keyPrefix + "devepoch"
         rpIDHash = SHA256.hash(Array(config.appID.utf8))
         series = TenantSeries(appID: config.appID)
         proxy = try TenantProxy.make(config, tls: upstreamTLS)

@@ -31,23 +31,26 @@ public enum AdmissionScripts {
         return 1
         """)
 
-    /// A proxied request with a token: the device's standing, then the tenant's `api` bucket,
-    /// in one round trip (both keys carry the tenant's hash tag).
+    /// A proxied token's device record and the tenant's device epoch, read in one step (both
+    /// keys carry the tenant's hash tag): a worker that found the record in good standing at
+    /// epoch E need not read it again while the epoch stays E (see `RateLimiter+Devices`).
     ///
-    /// KEYS: the bucket(s), then the device hash last. ARGV: now (Unix µs), each bucket's limit.
-    /// Reply: `{'revoked'}` when the device is revoked, `{'unknown'}` when its record is gone
-    /// (deleted, invalidated for re-attestation, or Redis restarted empty) — neither takes a
-    /// token —, else `{'active', <take_buckets reply>}`.
-    public static let proxyAdmission = RedisScript(LuaFragments.now + RateLimitScript.takeFunction + """
-        local device = redis.call('HMGET', KEYS[#KEYS], 'pk', 'rev')
-        if not device[1] then return {'unknown'} end
-        if device[2] == '1' then return {'revoked'} end
-        local buckets = {}
-        for i = 1, #KEYS - 1 do buckets[i] = KEYS[i] end
-        return {'active', take_buckets(now_us, buckets, ARGV, 2)}
+    /// KEYS: the tenant's device epoch, the device hash. ARGV: now (Unix µs), epoch seed (used
+    /// when the epoch key is missing). Reply: `{epoch, standing}`; standing is `'revoked'`,
+    /// `'unknown'` when the record is gone (deleted, invalidated for re-attestation, or Redis
+    /// restarted empty), else `'active'`.
+    public static let deviceStanding = RedisScript(LuaFragments.now + LuaFragments.deviceEpoch + """
+        return {device_epoch(KEYS[1], ARGV[2]), device_standing(KEYS[2])}
         """)
 
-    /// A device's standing as `proxyAdmission` reports it.
+    /// The epoch and standing in a `deviceStanding` reply; nil when it has the wrong shape.
+    public static func standing(from reply: RedisValue) -> (epoch: String, standing: DeviceStanding)? {
+        guard let parts = reply.array, parts.count == 2, let epoch = parts[0].string,
+              let word = parts[1].string, let standing = DeviceStanding(rawValue: word) else { return nil }
+        return (epoch, standing)
+    }
+
+    /// A device's standing as `deviceStanding` reports it.
     public enum DeviceStanding: String, Sendable, Hashable {
         case active
         case revoked

@@ -51,14 +51,16 @@ public enum DeviceScripts {
     /// Invalidates a stored attestation after an assertion that its own key signed was refused
     /// (wrong RP ID hash, counter not increased). Deletes the record only while it still holds
     /// that key and is not revoked: a device that re-attested meanwhile keeps its new record,
-    /// and a revocation (an operator's decision) is never erased by a refresh.
+    /// and a revocation (an operator's decision) is never erased by a refresh. A deletion bumps
+    /// the tenant's device epoch, so every worker reads the record again (and refuses).
     ///
-    /// KEYS: device. ARGV: now, pk (base64 X9.63) the assertion verified with.
-    /// Reply: 1 deleted, 0 kept (gone, replaced or revoked).
-    public static let invalidate = RedisScript(LuaFragments.now + """
+    /// KEYS: device, the tenant's device epoch. ARGV: now, pk (base64 X9.63) the assertion
+    /// verified with, epoch seed. Reply: 1 deleted, 0 kept (gone, replaced or revoked).
+    public static let invalidate = RedisScript(LuaFragments.now + LuaFragments.deviceEpoch + """
         local dev = redis.call('HMGET', KEYS[1], 'pk', 'rev')
         if dev[1] ~= ARGV[2] or dev[2] == '1' then return 0 end
         redis.call('DEL', KEYS[1])
+        bump_device_epoch(KEYS[2], ARGV[3])
         return 1
         """)
 
@@ -106,16 +108,21 @@ public enum DeviceScripts {
         return now
         """)
 
-    /// Marks a device revoked: from the next request on, refresh answers 403 and every proxied
-    /// token of the device is refused (`AdmissionScripts.proxyAdmission` reads `rev`).
-    /// KEYS: device hash. ARGV: now. 0 = no such device.
-    public static let revoke = RedisScript(LuaFragments.now + """
+    /// Marks a device revoked and bumps the tenant's device epoch in the same step: from the
+    /// next request on refresh answers 403, and every worker reads the record of each cached
+    /// token again at its next lease (within `LeaseSizing.lifetimeMicroseconds`) and refuses
+    /// the device's tokens (`AdmissionScripts.deviceStanding`).
+    /// KEYS: device hash, the tenant's device epoch. ARGV: now, epoch seed. 0 = no such device.
+    public static let revoke = RedisScript(LuaFragments.now + LuaFragments.deviceEpoch + """
         if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
         redis.call('HSET', KEYS[1], 'rev', '1')
+        bump_device_epoch(KEYS[2], ARGV[2])
         return 1
         """)
 
-    /// Stores an imported device key (not revoked). KEYS: device hash. ARGV: now, pk, counter, env.
+    /// Stores an imported device key (not revoked). KEYS: device hash. ARGV: now, pk, counter,
+    /// env. No epoch bump: an import (or a restore over a revoked record) makes no token
+    /// invalid, and workers never remember a refusal.
     public static let importKey = RedisScript(LuaFragments.now + """
         redis.call('HSET', KEYS[1], 'pk', ARGV[2], 'ctr', ARGV[3], 'rev', '0', 'env', ARGV[4], 'created', now)
         return 1

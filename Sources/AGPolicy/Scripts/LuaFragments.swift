@@ -13,6 +13,31 @@ public enum LuaFragments {
 
         """
 
+    /// `device_epoch(key, seed)` reads a tenant's device epoch, creating it from `seed` when it
+    /// is missing (a Redis that restarted empty must never repeat an epoch a worker remembers);
+    /// `bump_device_epoch(key, seed)` moves it on, in the script that makes a token invalid;
+    /// `device_standing(key)` is `'active'`, `'revoked'` or `'unknown'` (no record).
+    public static let deviceEpoch = """
+        local function device_epoch(key, seed)
+          local epoch = redis.call('GET', key)
+          if not epoch then
+            redis.call('SET', key, seed)
+            epoch = seed
+          end
+          return epoch
+        end
+        local function bump_device_epoch(key, seed)
+          if redis.call('EXISTS', key) == 1 then redis.call('INCR', key) else redis.call('SET', key, seed) end
+        end
+        local function device_standing(key)
+          local dev = redis.call('HMGET', key, 'pk', 'rev')
+          if not dev[1] then return 'unknown' end
+          if dev[2] == '1' then return 'revoked' end
+          return 'active'
+        end
+
+        """
+
     /// `quota_and_challenge(now, keyId, challengeKey, madKey, graceKey, challengeTTL, madLimit,
     /// graceMs, monthKeyTTL)`, shared by the refresh's and the attestation's prepare scripts: a
     /// device not yet counted this month passes while the tenant is under its

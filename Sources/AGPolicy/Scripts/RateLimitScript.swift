@@ -84,11 +84,14 @@ public enum RateLimitScript {
         """
 
     /// A lease: up to `ARGV[3]` tokens of one bucket at once (`TokenBucket.take(upTo:)` step by
-    /// step), for a worker to spend locally without a round trip per request.
+    /// step), for a worker to spend locally without a round trip per request, and the tenant's
+    /// device epoch (`AdmissionScripts.deviceStanding`), so that the worker knows whether the
+    /// device records it checked are still as it found them.
     ///
-    /// KEYS: the bucket. ARGV: now (Unix µs), limit per minute, tokens wanted. Reply:
-    /// `{granted, remaining, resetAt, retryAfter}`; nothing is written when none is granted.
-    public static let leaseSource = LuaFragments.now + """
+    /// KEYS: the bucket, the tenant's device epoch. ARGV: now (Unix µs), limit per minute,
+    /// tokens wanted, epoch seed. Reply: `{granted, remaining, resetAt, retryAfter, epoch}`;
+    /// nothing of the bucket is written when none is granted.
+    public static let leaseSource = LuaFragments.now + LuaFragments.deviceEpoch + """
         local COST = \(TokenBucket.unitsPerToken)
         local limit = tonumber(ARGV[2])
         local want = math.max(1, math.floor(tonumber(ARGV[3]) or 1))
@@ -117,17 +120,18 @@ public enum RateLimitScript {
         end
         local retryAfter = 0
         if granted < 1 then retryAfter = math.max(1, math.ceil(math.ceil((COST - u) / limit) / 1000000)) end
-        return {granted, math.floor(u / COST), math.ceil((ts + toFull) / 1000000), retryAfter}
+        return {granted, math.floor(u / COST), math.ceil((ts + toFull) / 1000000), retryAfter, device_epoch(KEYS[2], ARGV[4])}
         """
 
     public static let lease = RedisScript(leaseSource)
 
-    /// A lease reply: tokens granted and the bucket's decision (allowed when any was granted).
-    public static func leaseDecision(from reply: RedisValue, limit: Int) -> (granted: Int, decision: TokenBucket.Decision)? {
-        guard let values = reply.array, values.count == 4, let granted = values[0].int, let remaining = values[1].int,
-              let resetAt = values[2].int, let retryAfter = values[3].int else { return nil }
+    /// A lease reply: tokens granted, the bucket's decision (allowed when any was granted) and
+    /// the tenant's device epoch.
+    public static func leaseDecision(from reply: RedisValue, limit: Int) -> (granted: Int, decision: TokenBucket.Decision, epoch: String)? {
+        guard let values = reply.array, values.count == 5, let granted = values[0].int, let remaining = values[1].int,
+              let resetAt = values[2].int, let retryAfter = values[3].int, let epoch = values[4].string else { return nil }
         return (Int(granted), TokenBucket.Decision(allowed: granted > 0, limit: limit, remaining: Int(remaining),
-                                                   resetAt: resetAt, retryAfter: Int(retryAfter)))
+                                                   resetAt: resetAt, retryAfter: Int(retryAfter)), epoch)
     }
 
     /// The per-bucket decisions in `checks` order, or nil when the reply has the wrong shape.

@@ -100,14 +100,17 @@ final class FakeChallenges: ChallengeIssuer {
 
 /// Answers every check from in-process token buckets on the harness clock, like
 /// `LocalBuckets`; `unavailable` makes it behave like a limiter whose Redis is down. Device
-/// records named (by keyId) in `revoked` or `missing` are refused by `admit`.
+/// records named (by keyId) in `revoked` or `missing` are refused by `admit`. `epoch` plays the
+/// tenants' device epoch: a token found in good standing at it is not looked up again until a
+/// test moves it (as a revocation does in Redis).
 final class FakeLimiter: Limiter {
     let buckets: LocalBuckets
     var unavailable = false
     var revoked: Set<String> = []
     var missing: Set<String> = []
+    var epoch = 1
     private(set) var checked: [[BucketCheck]] = []
-    /// The device keys `admit` was asked about, in order.
+    /// The device keys `admit` read, in order (a token current at `epoch` is not read).
     private(set) var deviceChecks: [String] = []
 
     init(time: any TimeSource) {
@@ -127,20 +130,24 @@ final class FakeLimiter: Limiter {
         completion(.combining(checks, allowed: allowed, decisions))
     }
 
-    func lease(_ check: BucketCheck, fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void) {
+    func lease(_ check: BucketCheck, epochKey: String, fallback: RateLimitFallback, completion: @escaping (RateLimitOutcome) -> Void) {
         self.check([check], fallback: fallback, completion: completion)
     }
 
-    func admit(_ checks: [BucketCheck], deviceKey: String, fallback: RateLimitFallback,
+    func admit(_ check: BucketCheck, device: DeviceCheck, fallback: RateLimitFallback,
                completion: @escaping (DeviceAdmission) -> Void) {
-        deviceChecks.append(deviceKey)
-        let keyID = String(deviceKey.split(separator: ":").last ?? "")
+        // Down, every token counts as unchecked: the epoch cannot be known to be current.
         if unavailable {
-            return check(checks, fallback: fallback) { completion(.unverified($0)) }
+            return self.check([check], fallback: fallback) { completion(.unverified($0)) }
         }
-        if revoked.contains(keyID) { return completion(.refused(.revoked)) }
-        if missing.contains(keyID) { return completion(.refused(.unknown)) }
-        check(checks, fallback: fallback) { completion(.checked($0)) }
+        let current = String(epoch)
+        if device.checkedAt != current {
+            deviceChecks.append(device.deviceKey)
+            let keyID = String(device.deviceKey.split(separator: ":").last ?? "")
+            if revoked.contains(keyID) { return completion(.refused(.revoked)) }
+            if missing.contains(keyID) { return completion(.refused(.unknown)) }
+        }
+        self.check([check], fallback: fallback) { completion(.checked($0, epoch: current)) }
     }
 }
 

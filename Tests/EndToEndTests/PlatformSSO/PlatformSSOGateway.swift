@@ -29,6 +29,11 @@ final class PlatformSSOGateway {
         gateway = try TestGateway(redisURL: redisURL,
                                   tenants: ["psso.yaml": TestGateway.tenantYAML(teamID: teamID, tier: tier, extra: sso + "\n" + tenantExtra)],
                                   gatewayYAML: gatewayYAML, time: time)
+        // A cluster or Sentinel deployment connects after `serving`, each worker on its own: a
+        // call sent before its worker's store answers is a 503 (seen on a loaded machine), not
+        // what these tests are about. Each /readyz lands on some worker; six in a row pass
+        // once every worker is connected.
+        _ = try? eventually { try (0..<6).allSatisfy { _ in try self.gateway.send("GET", "/readyz").status == 200 } }
     }
 
     func stop() { gateway.stop() }
