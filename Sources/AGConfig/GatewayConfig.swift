@@ -90,7 +90,7 @@ public struct TLSFiles: Sendable, Hashable {
 public struct ResolverConfig: Sendable, Hashable {
     /// `ip` or `ip:port` of the name servers; `nil` uses /etc/resolv.conf's.
     public let nameservers: [String]?
-    /// Time to wait for one answer before the one retry.
+    /// The longest one lookup may take, its one retry included (each try gets half).
     public let timeout: Duration
 }
 

@@ -66,6 +66,8 @@ public struct UpstreamReply: Sendable {
 /// `reply` says: any status, headers and body, slowly, or cut short.
 public final class RecordingUpstream: Sendable {
     public let port: Int
+    /// The address it listens on.
+    public let address: String
     private let listener: Int32
     private let state = Mutex(State())
 
@@ -77,24 +79,32 @@ public final class RecordingUpstream: Sendable {
         var reply: @Sendable (UpstreamRecord) -> UpstreamReply = { _ in UpstreamReply() }
     }
 
-    public init() throws {
+    /// Listens on `address` (any loopback address: 127.0.0.2 is another host to a client) and
+    /// `port` (0: chosen by the kernel).
+    public init(address: String = "127.0.0.1", port: Int = 0) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
         var one: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        self.address = address
+        let addressText = address
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        address.sin_port = UInt16(port).bigEndian
+        inet_pton(AF_INET, addressText, &address.sin_addr)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(listener, 128) == 0 else { throw HTTPClientError.io(operation: "upstream bind/listen", errno: errno, reason: "cannot listen") }
+        guard bound == 0, listen(listener, 128) == 0 else {
+            let error = errno
+            close(listener)
+            throw HTTPClientError.io(operation: "upstream bind/listen", errno: error, reason: "cannot listen on \(addressText):\(port)")
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
         }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = Int(UInt16(bigEndian: address.sin_port))
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "recording-upstream"
         thread.start()
@@ -111,8 +121,8 @@ public final class RecordingUpstream: Sendable {
     /// Connections accepted so far.
     public var connectionCount: Int { state.withLock { $0.connections } }
 
-    /// `http://127.0.0.1:<port>`.
-    public var url: String { "http://127.0.0.1:\(port)" }
+    /// `http://<address>:<port>`.
+    public var url: String { "http://\(address):\(port)" }
 
     /// Stops accepting and cuts every open connection. Idempotent: closing the listener twice
     /// could close a descriptor another test has since been given.

@@ -87,6 +87,15 @@ public enum TLSTestClient {
     }
 }
 
+/// Runs `body` on a thread of its own, started now, and awaits its result: for a blocking
+/// request that must be under way while the test does something else (a task might wait for
+/// the cooperative pool, often busy with blocking tests, past the point it mattered).
+public func startOnThread<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) -> Task<Value, any Error> {
+    let outcome = ThreadOutcome<Value>()
+    Thread { outcome.finish(Swift.Result { try body() }) }.start()
+    return Task.detached { try await outcome.value() }
+}
+
 /// The result of work on a thread of its own, awaited by a task.
 final class ThreadOutcome<Value: Sendable>: @unchecked Sendable {
     // Invariant: `result` and `waiter` are touched only under `lock`; one of them is nil.

@@ -24,6 +24,7 @@ final class UpstreamForwarder: Forwarder {
         let requestID = context.requestID
         let extra = context.extraHeaders
         let metrics = context.services.metrics
+        let logger = context.services.logger
         upstreams.forward(request, to: proxy.target,
                           timeouts: UpstreamTimeouts(connect: server.timeouts.upstreamConnect,
                                                      response: server.timeouts.upstreamResponse),
@@ -37,12 +38,16 @@ final class UpstreamForwarder: Forwarder {
                 context.finished(status: status)
             case .interrupted(let error, let status, let upstreamTime, _):
                 context.upstreamSeconds = upstreamTime.seconds
-                if error != .clientAborted { Self.count(error, tenant: tenant, metrics) }
+                if error != .clientAborted {
+                    Self.count(error, tenant: tenant, metrics)
+                    Self.log(error, tenant: tenant, target: proxy.target, logger)
+                }
                 context.finished(status: status)
             case .failed(.clientAborted):
                 context.finished(status: UpstreamError.clientAborted.status)
             case .failed(let error):
                 Self.count(error, tenant: tenant, metrics)
+                Self.log(error, tenant: tenant, target: proxy.target, logger)
                 context.fail(Self.answer(for: error, limit: server.maxProxyBodyBytes))
             }
         }
@@ -59,18 +64,34 @@ final class UpstreamForwarder: Forwarder {
     }
 
     private static func count(_ error: UpstreamError, tenant: Tenant, _ metrics: any MetricsSink) {
-        let kind: String
+        metrics.increment("attestgate_upstream_errors_total{tenant=\"\(tenant.appID)\",error=\"\(kind(of: error))\"}")
+    }
+
+    /// The client only learns "502 upstream_unavailable"; the operator needs the why (the name
+    /// that did not resolve, the certificate check that failed), once per tenant, kind and
+    /// throttle interval. The client's own mistakes (body too large, malformed) are not logged.
+    private static func log(_ error: UpstreamError, tenant: Tenant, target: UpstreamTarget, _ logger: any LogSink) {
         switch error {
-        case .connectFailed: kind = "connect_failed"
-        case .resolveFailed: kind = "resolve_failed"
-        case .tlsFailed: kind = "tls_failed"
-        case .connectionReset: kind = "connection_reset"
-        case .invalidResponse: kind = "invalid_response"
-        case .timeout: kind = "timeout"
-        case .bodyTooLarge: kind = "body_too_large"
-        case .clientBodyMalformed: kind = "client_body_malformed"
-        case .clientAborted: kind = "client_aborted"
+        case .bodyTooLarge, .clientBodyMalformed, .clientAborted: return
+        default: break
         }
-        metrics.increment("attestgate_upstream_errors_total{tenant=\"\(tenant.appID)\",error=\"\(kind)\"}")
+        let kind = kind(of: error)
+        logger.logRepeated(.warn, "upstream request failed", key: "upstream \(kind) \(tenant.appID)",
+                           [("tenant", .string(tenant.appID)), ("upstream", .string(target.description)),
+                            ("error", .string(kind)), ("reason", .string(error.description))])
+    }
+
+    private static func kind(of error: UpstreamError) -> String {
+        switch error {
+        case .connectFailed: "connect_failed"
+        case .resolveFailed: "resolve_failed"
+        case .tlsFailed: "tls_failed"
+        case .connectionReset: "connection_reset"
+        case .invalidResponse: "invalid_response"
+        case .timeout: "timeout"
+        case .bodyTooLarge: "body_too_large"
+        case .clientBodyMalformed: "client_body_malformed"
+        case .clientAborted: "client_aborted"
+        }
     }
 }

@@ -15,8 +15,10 @@ extension Worker {
 
     /// Registers the resolver `resolver:` configures on `loop`, before Redis or the upstream
     /// pool ask the loop for one (`EventLoop.resolver` returns the registered one).
+    /// `resolver.timeout` bounds a whole lookup (what a silent name server costs a request), so
+    /// each of the two tries evdns makes gets half of it.
     static func installResolver(_ config: ResolverConfig, on loop: EventLoop, logger: Logger) {
-        let configuration = DNSResolver.Configuration(nameservers: config.nameservers, queryTimeout: config.timeout,
+        let configuration = DNSResolver.Configuration(nameservers: config.nameservers, queryTimeout: config.timeout / 2,
                                                       attempts: 2)
         do {
             loop.register(try DNSResolver(loop: loop, configuration: configuration))

@@ -180,14 +180,17 @@ final class UpstreamConnection {
     }
 
     /// Why a TLS connection failed before it was established: the TLS failure (certificate,
-    /// name, protocol), or nil when TLS reported nothing (the TCP connect itself failed).
+    /// name, protocol), or nil when TLS gave no verdict because the socket failed (connect
+    /// refused or reset, closed mid-handshake): a connection failure, after which another
+    /// address may be tried. libevent records `SSL_ERROR_SYSCALL` itself (code 5, no library)
+    /// for a refused connect, which classifies as `closed` too.
     func handshakeFailure() -> TLSHandshakeFailure? {
         guard isSecure, !connected, let bev else { return nil }
         var errors: [UInt] = []
         while case let code = bufferevent_get_openssl_error(bev), code != 0 { errors.append(code) }
         let ssl = bufferevent_openssl_get_ssl(bev)
         let failure = TLSHandshakeFailure(errors: errors.reversed(), connection: ssl)
-        return failure.reason == .closed && errors.isEmpty ? nil : failure
+        return failure.reason == .closed ? nil : failure
     }
 
     private func discard() {

@@ -57,10 +57,13 @@ extension ConfigKeyEffects {
             let probe = try KeyProbe(tenantExtra: "custom_claims: { plan: probe-plan }")
             #expect(try probe.token().claims["custom_claims"]?["plan"]?.stringValue == "probe-plan")
         },
-        KeyEffect(key: "tenant:upstream", observed: "the upstream receives the call under its base path") {
+        KeyEffect(key: "tenant:upstream",
+                  observed: "the upstream receives the call under its base path; host names and https:// (the upstream suites)") {
             let probe = try KeyProbe()
             #expect(try probe.proxied("/public/hello", token: nil).status == 200)
             #expect(probe.upstream.records.last?.target == "/base/public/hello")
+            try await UpstreamHostNameEndToEndTests().aHostNameIsResolvedByTheConfiguredNameServerAndProxied()
+            try await UpstreamTLSEndToEndTests().anHTTPSUpstreamIsVerifiedAgainstUpstreamCAAndItsConnectionsPooled()
         },
         KeyEffect(key: "tenant:routes[].prefix", observed: "a path under a prefix is proxied, another is 404") {
             let probe = try KeyProbe()

@@ -8,7 +8,7 @@ import Glibc
 /// Every documented configuration key with how its effect is observed on a running gateway,
 /// or how it is refused (issue 9 item 1: a key that is accepted must have its effect).
 enum ConfigKeyEffects {
-    static var all: [KeyEffect] { server + store + tokens + limits + trust + logging + tenant + platformSSO + hardening }
+    static var all: [KeyEffect] { server + store + tokens + limits + trust + logging + tenant + platformSSO + hardening + upstreamReach }
 
     static func freePort() throws -> Int {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

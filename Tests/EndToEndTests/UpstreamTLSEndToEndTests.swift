@@ -1,0 +1,223 @@
+import AGDevTools
+import AGTestSupport
+import Foundation
+import Testing
+
+/// https upstreams through the real gateway (issue 13 item 2), against a real TLS server
+/// (`TestTLSUpstream`, CPython's ssl): the certificate verified against the tenant's
+/// `upstream_ca` or the system store, SNI sent and the name checked, keep-alive TLS connections
+/// pooled. Before this, an https upstream was refused at load time.
+@Suite("https upstreams")
+struct UpstreamTLSEndToEndTests {
+    /// A gateway with one tenant (`/public`, no token) proxying to `upstream`, resolving `api.test`
+    /// to 127.0.0.1 with a real DNS server; `upstreamCA` (PEM) becomes the tenant's `upstream_ca`.
+    struct Setup {
+        let gateway: TestGateway
+        let teamID = TestGateway.randomTeamID()
+        let dns: TestDNSServer
+
+        init(upstream: String, upstreamCA: String?, workers: Int = 1, name: String = "api.test",
+             addresses: [String] = ["127.0.0.1"]) async throws {
+            dns = try await TestDNSServer.start([name: .init(a: addresses, ttl: 600)])
+            gateway = try TestGateway(tenants: ["tls.yaml": TestGateway.tenantYAML(teamID: teamID, extra: """
+                upstream: \(upstream)
+                \(upstreamCA == nil ? "" : "upstream_ca: ../upstream-ca.pem")
+                routes:
+                  - { prefix: /public, auth: none }
+                """)], gatewayYAML: "resolver: { nameservers: [\"\(dns.nameserver)\"] }\n",
+                files: upstreamCA.map { ["upstream-ca.pem": $0] } ?? [:], workers: workers)
+        }
+
+        func get(_ path: String = "/public/x") throws -> TestResponse {
+            try gateway.send("GET", path, headers: [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app")])
+        }
+
+        func tlsFailures() throws -> Int {
+            let series = "attestgate_upstream_errors_total{tenant=\"\(teamID).com.example.app\",error=\"tls_failed\"} "
+            return try gateway.admin("GET", "/metrics").text.split(separator: "\n").filter { $0.hasPrefix(series) }
+                .compactMap { Int($0.dropFirst(series.count)) }.reduce(0, +)
+        }
+
+        /// The reason the gateway logged for its last upstream failure.
+        func loggedReason() -> String {
+            let lines = gateway.logText().split(separator: "\n").filter { $0.contains("upstream request failed") }
+            guard let line = lines.last,
+                  let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return "" }
+            return object["reason"] as? String ?? ""
+        }
+    }
+
+    static func upstream(_ certificate: TLSTestCertificate) throws -> TestTLSUpstream {
+        try TestTLSUpstream.start(chainPEM: certificate.chainPEM, keyPEM: try certificate.privateKey.pemRepresentation())
+    }
+
+    @Test func anHTTPSUpstreamIsVerifiedAgainstUpstreamCAAndItsConnectionsPooled() async throws {
+        let ca = try TestCertificateAuthority.generate(commonName: "attestgate Test Upstream CA")
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)/base", upstreamCA: ca.certificate.pemRepresentation)
+        defer { setup.gateway.stop() }
+        for index in 0..<20 {
+            let response = try setup.get("/public/\(index)")
+            #expect(response.status == 200, "\(response.text)")
+            if index == 0 {
+                #expect(response.json["sni"] as? String == "api.test", "SNI carries the configured name: \(response.text)")
+            }
+        }
+        #expect(server.requests.map(\.target) == (0..<20).map { "/base/public/\($0)" })
+        #expect(server.requests.first?.host == "api.test:\(server.port)")
+        #expect(server.acceptedConnections == 1, "twenty requests over one pooled TLS connection")
+        #expect(server.events.filter { $0.kind == "handshake" }.map(\.sni) == ["api.test"])
+        #expect(try setup.tlsFailures() == 0)
+    }
+
+    @Test func aReloadKeepsWarmTLSConnectionsWhileTheRootsStayTheSame() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { setup.gateway.stop() }
+        #expect(try setup.get().status == 200)
+        #expect(try setup.gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(try setup.get().status == 200)
+        #expect(server.acceptedConnections == 1, "same roots: the pooled connection is still the tenant's")
+
+        // Other roots (the same CA and one more) are another trust: a fresh, verified connection.
+        let extra = try TestCertificateAuthority.generate().certificate.pemRepresentation
+        try (ca.certificate.pemRepresentation + extra).write(toFile: setup.gateway.directory + "/upstream-ca.pem",
+                                                             atomically: true, encoding: .utf8)
+        #expect(try setup.gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(try setup.get().status == 200)
+        #expect(server.acceptedConnections == 2)
+    }
+
+    @Test func largeBodiesStreamBothWaysOverOneTLSConnection() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { setup.gateway.stop() }
+        let client = try HTTPTestClient(port: setup.gateway.port, timeoutSeconds: 60)
+        let tenant = [("X-Team-ID", setup.teamID), ("X-Bundle-ID", "com.example.app")]
+        // Several times the pool's 256 KiB watermark: the TLS write path must drain and resume.
+        let upload = [UInt8](repeating: 0x61, count: 4 << 20)
+        let posted = try client.request("POST", "/public/upload", headers: tenant, body: upload)
+        #expect(posted.status == 200, "\(posted.text.prefix(200))")
+        #expect(posted.json["received"] as? Int == upload.count)
+        let downloaded = try client.request("GET", "/public/big/\(6 << 20)", headers: tenant)
+        #expect(downloaded.status == 200)
+        #expect(downloaded.body.count == 6 << 20)
+        #expect(downloaded.body.allSatisfy { $0 == 0x78 })
+        #expect(try client.request("GET", "/public/after", headers: tenant).status == 200)
+        #expect(server.acceptedConnections == 1, "the connection survived both and was pooled")
+    }
+
+    @Test func anAddressThatRefusesIsSkippedBeforeTheHandshake() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        // Nothing listens on 127.0.0.2: its TCP connect is refused, which is no TLS failure.
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation,
+                                    addresses: ["127.0.0.2", "127.0.0.1"])
+        defer { setup.gateway.stop() }
+        let response = try setup.get()
+        #expect(response.status == 200, "\(response.text) \(setup.loggedReason())")
+        #expect(server.requests.count == 1)
+        #expect(try setup.tlsFailures() == 0)
+
+        // An address that refuses is a connect failure, not a TLS one (it used to be counted
+        // and logged as "upstream TLS handshake failed: error:00000005:lib(0)::reason(5)").
+        let dead = try await Setup(upstream: "https://127.0.0.2:\(server.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { dead.gateway.stop() }
+        let refused = try dead.get()
+        #expect(refused.status == 502)
+        #expect(refused.code == "upstream_unavailable")
+        #expect(try dead.tlsFailures() == 0)
+        #expect(eventually { dead.loggedReason().hasPrefix("upstream connect failed") }, "\(dead.loggedReason())")
+    }
+
+    @Test func aCertificateForAnotherNameIsRefused() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["other.test"], ipAddresses: ["127.0.0.1"]))
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { setup.gateway.stop() }
+        let refused = try setup.get()
+        #expect(refused.status == 502)
+        #expect(refused.code == "upstream_unavailable")
+        #expect(refused.json["requestId"] as? String == refused.header("X-Request-ID"))
+        #expect(server.requests.isEmpty, "nothing was sent to an upstream that is not api.test")
+        #expect(eventually { server.events.contains { $0.kind == "handshake_failed" || $0.kind == "handshake" } })
+        #expect(server.events.first { $0.kind.hasPrefix("handshake") }?.sni == "api.test", "SNI was sent")
+        #expect(try setup.tlsFailures() == 1)
+        #expect(eventually { setup.loggedReason().contains("hostname mismatch") }, "\(setup.loggedReason())")
+    }
+
+    @Test func aCertificateThatDoesNotChainToUpstreamCAIsRefused() async throws {
+        let trusted = try TestCertificateAuthority.generate(commonName: "attestgate Trusted CA")
+        let other = try TestCertificateAuthority.generate(commonName: "attestgate Other CA")
+        let server = try Self.upstream(try other.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: trusted.certificate.pemRepresentation)
+        defer { setup.gateway.stop() }
+        let refused = try setup.get()
+        #expect(refused.status == 502)
+        #expect(refused.code == "upstream_unavailable")
+        #expect(server.requests.isEmpty)
+        #expect(try setup.tlsFailures() == 1)
+        #expect(eventually { setup.loggedReason().contains("certificate") }, "\(setup.loggedReason())")
+    }
+
+    @Test func wildcardsCoverOneWholeLabelAndExpiredCertificatesAreRefused() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let cases: [(TLSTestCertificate, String?)] = [
+            (try ca.issueTLSServerCertificate(dnsNames: ["*.svc.test"]), nil),
+            (try ca.issueTLSServerCertificate(dnsNames: ["ap*.svc.test"]), "hostname mismatch"),
+            (try ca.issueTLSServerCertificate(dnsNames: ["*.test"]), "hostname mismatch"),
+            (try ca.issueTLSServerCertificate(dnsNames: ["api.svc.test"], validDays: 2, now: Date().addingTimeInterval(-5 * 86_400)),
+             "certificate has expired"),
+        ]
+        for (certificate, refusal) in cases {
+            let server = try Self.upstream(certificate)
+            let setup = try await Setup(upstream: "https://api.svc.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation,
+                                        name: "api.svc.test")
+            defer { setup.gateway.stop() }
+            let response = try setup.get()
+            guard let refusal else {
+                #expect(response.status == 200, "\(response.text) \(setup.loggedReason())")
+                continue
+            }
+            #expect(response.status == 502)
+            #expect(response.code == "upstream_unavailable")
+            #expect(server.requests.isEmpty)
+            #expect(eventually { setup.loggedReason().contains(refusal) }, "\(refusal): \(setup.loggedReason())")
+        }
+    }
+
+    @Test func withoutUpstreamCATheSystemStoreDecidesAndRefusesATestCA() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: nil)
+        defer { setup.gateway.stop() }
+        let refused = try setup.get()
+        #expect(refused.status == 502)
+        #expect(refused.code == "upstream_unavailable")
+        #expect(server.requests.isEmpty)
+        #expect(try setup.tlsFailures() == 1)
+        #expect(eventually { setup.loggedReason().contains("certificate verify failed: self-signed certificate in certificate chain") }, "\(setup.loggedReason())")
+    }
+
+    @Test func anIPLiteralIsCheckedAgainstTheCertificatesAddressesWithoutSNI() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"], ipAddresses: ["127.0.0.1"]))
+        let setup = try await Setup(upstream: "https://127.0.0.1:\(server.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { setup.gateway.stop() }
+        let response = try setup.get()
+        #expect(response.status == 200, "\(response.text)")
+        #expect(server.events.filter { $0.kind == "handshake" }.map(\.sni) == [nil], "no SNI for an address (RFC 6066)")
+
+        // The same server reached at a name its certificate lacks is refused.
+        let named = try ca.issueTLSServerCertificate(dnsNames: ["api.test"])
+        let other = try Self.upstream(named)
+        let mismatch = try await Setup(upstream: "https://127.0.0.1:\(other.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { mismatch.gateway.stop() }
+        let refused = try mismatch.get()
+        #expect(refused.status == 502)
+        #expect(refused.code == "upstream_unavailable")
+        #expect(try mismatch.tlsFailures() == 1)
+    }
+}
