@@ -27,34 +27,44 @@ public enum RateLimitScript {
         [String(now)] + checks.map { String($0.limitPerMinute) }
     }
 
+    /// Defines `COST` (units per token) and the Lua function `refilled_bucket(key, limit, now)`:
+    /// the bucket's limit, capacity, units and time stamp refilled to `now` (`TokenBucket.refill`
+    /// step by step; a missing hash is a full bucket), or `nil` and an error reply when the limit
+    /// is not an integer in range. Shared by the per-request check and the lease.
+    public static let refillFunction = """
+        local COST = \(TokenBucket.unitsPerToken)
+        local function refilled_bucket(key, limit_arg, now)
+          local limit = tonumber(limit_arg)
+          if not limit or limit < 1 or limit > \(TokenBucket.maximumLimitPerMinute) or limit % 1 ~= 0 then
+            return nil, redis.error_reply('ERR rate limit ' .. tostring(limit_arg) .. ' out of range')
+          end
+          local cap = limit * COST
+          local state = redis.call('HMGET', key, 'tokens', 'ts')
+          local u, ts = tonumber(state[1]), tonumber(state[2])
+          if u == nil or ts == nil then return limit, cap, cap, now end
+          if u < 0 then u = 0 end
+          local elapsed = now - ts
+          if elapsed < 0 then elapsed = 0 end
+          if elapsed > COST then elapsed = COST end
+          u = math.min(cap, u + elapsed * limit)
+          if now > ts then ts = now end
+          return limit, cap, u, ts
+        end
+
+        """
+
     /// Defines the Lua function `take_buckets(now, keys, args, first)` (bucket i's limit is
     /// `args[first + i - 1]`) returning the reply described above, so another script (the
     /// refresh's `prepare`) can take a bucket in the same round trip. Mirrors `TokenBucket.refill`, `consume` and `decision` step by step; the numbers
     /// stay integers below 2^53, so Lua's doubles compute them exactly.
-    public static let takeFunction = """
+    public static let takeFunction = refillFunction + """
         local function take_buckets(now, keys, limit_args, first)
-        local COST = \(TokenBucket.unitsPerToken)
         local n = #keys
         local limits, units, stamps = {}, {}, {}
         local allowed = 1
         for i = 1, n do
-          local limit = tonumber(limit_args[first + i - 1])
-          if not limit or limit < 1 or limit > \(TokenBucket.maximumLimitPerMinute) or limit % 1 ~= 0 then
-            return redis.error_reply('ERR rate limit ' .. tostring(limit_args[first + i - 1]) .. ' out of range')
-          end
-          local cap = limit * COST
-          local state = redis.call('HMGET', keys[i], 'tokens', 'ts')
-          local u, ts = tonumber(state[1]), tonumber(state[2])
-          if u == nil or ts == nil then
-            u, ts = cap, now
-          else
-            if u < 0 then u = 0 end
-            local elapsed = now - ts
-            if elapsed < 0 then elapsed = 0 end
-            if elapsed > COST then elapsed = COST end
-            u = math.min(cap, u + elapsed * limit)
-            if now > ts then ts = now end
-          end
+          local limit, cap, u, ts = refilled_bucket(keys[i], limit_args[first + i - 1], now)
+          if not limit then return cap end
           if u < COST then allowed = 0 end
           limits[i], units[i], stamps[i] = limit, u, ts
         end
@@ -91,26 +101,10 @@ public enum RateLimitScript {
     /// KEYS: the bucket, the tenant's device epoch. ARGV: now (Unix µs), limit per minute,
     /// tokens wanted, epoch seed. Reply: `{granted, remaining, resetAt, retryAfter, epoch}`;
     /// nothing of the bucket is written when none is granted.
-    public static let leaseSource = LuaFragments.now + LuaFragments.deviceEpoch + """
-        local COST = \(TokenBucket.unitsPerToken)
-        local limit = tonumber(ARGV[2])
+    public static let leaseSource = LuaFragments.now + LuaFragments.deviceEpoch + refillFunction + """
         local want = math.max(1, math.floor(tonumber(ARGV[3]) or 1))
-        if not limit or limit < 1 or limit > \(TokenBucket.maximumLimitPerMinute) or limit % 1 ~= 0 then
-          return redis.error_reply('ERR rate limit ' .. tostring(ARGV[2]) .. ' out of range')
-        end
-        local cap = limit * COST
-        local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
-        local u, ts = tonumber(state[1]), tonumber(state[2])
-        if u == nil or ts == nil then
-          u, ts = cap, now_us
-        else
-          if u < 0 then u = 0 end
-          local elapsed = now_us - ts
-          if elapsed < 0 then elapsed = 0 end
-          if elapsed > COST then elapsed = COST end
-          u = math.min(cap, u + elapsed * limit)
-          if now_us > ts then ts = now_us end
-        end
+        local limit, cap, u, ts = refilled_bucket(KEYS[1], ARGV[2], now_us)
+        if not limit then return cap end
         local granted = math.min(want, math.floor(u / COST))
         if granted >= 1 then u = u - granted * COST end
         local toFull = math.ceil((cap - u) / limit)
