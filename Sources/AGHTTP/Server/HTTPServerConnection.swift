@@ -1,3 +1,6 @@
+// Longer than the usual 300 lines: the one class that carries out the connection state
+// machine's actions on the bufferevent (reading heads, writing answers, deadlines, events),
+// whose private state those steps share; bodies and TLS setup live in their own files.
 internal import CEvent
 internal import AGEventLoop
 internal import AGCrypto
