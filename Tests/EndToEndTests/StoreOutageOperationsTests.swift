@@ -159,41 +159,14 @@ struct StoreOutageOperationsTests {
         }
     }
 
-    /// Runs `script` with bash in the package directory; throws on a non-zero exit. Spawned and
-    /// reaped by hand, output through a file: a daemon the script starts inherits the test
-    /// process's descriptors, and Foundation's `Process` waits for those to close.
+    /// Runs `script` with bash in the package directory (`runProgram`: spawned and reaped by
+    /// hand, so a daemon the script starts neither holds a pipe open nor inherits blocked
+    /// signals); throws on a non-zero exit.
     func shell(_ script: String) throws -> String {
         let root = URL(fileURLWithPath: TestGateway.fixturePath("x")).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().path
-        let outputPath = NSTemporaryDirectory() + "agshell-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let words: [String] = ["/bin/bash", "-c", "cd \(root) && \(script)"]
-        let argv = words.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        // Test threads block signals and a child inherits that mask; the Redis it starts must see SIGTERM.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var pid: pid_t = 0
-        guard posix_spawn(&pid, "/bin/bash", &actions, &attributes, argv, environ) == 0 else {
-            throw RedisServerError.couldNotStart("cannot spawn bash")
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let (status, output) = try runProgram("/bin/bash", ["-c", "cd \(root) && \(script)"], mergingErrors: true)
+        let text = String(decoding: output, as: UTF8.self)
         guard status == 0 else { throw RedisServerError.couldNotStart(text) }
         return text
     }
