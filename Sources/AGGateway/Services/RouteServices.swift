@@ -7,8 +7,9 @@ import AGPolicy
 /// context): small protocols, so the routers run in process against in-memory fakes
 /// (`Tests/AGGatewayTests/Harness`) as well as against Redis and real upstreams (`Worker`).
 ///
-/// Loop thread only: one value per worker, built when the worker starts.
-struct RouteServices {
+/// Loop thread only: one instance per worker, built when the worker starts. A class, so a
+/// request holds it with one reference count instead of copying twenty existentials.
+final class RouteServices {
     /// The snapshot in force; a request reads it once, when it starts.
     let snapshots: any SnapshotSource
     /// "Now" for every decision (scripts, tokens, months).
@@ -34,6 +35,46 @@ struct RouteServices {
     /// Parsed device keys, so a refresh costs no key import.
     let deviceKeys: DeviceKeyCache
     let requestIDs: RequestIDSource
+
+    init(snapshots: any SnapshotSource,
+         time: any TimeSource,
+         devices: any DeviceRecords,
+         deviceAdmin: any DeviceAdministration,
+         challenges: any ChallengeIssuer,
+         platformSSO: any PlatformSSOStore,
+         limiter: any Limiter,
+         tiers: any TierAdministration,
+         revocations: any RevocationState,
+         forwarder: any Forwarder,
+         readiness: any StoreHealth,
+         reloader: any ConfigReloader,
+         metrics: any MetricsSink,
+         metricsText: @escaping () -> String,
+         logger: any LogSink,
+         accessLog: any AccessLogSink,
+         tokenCache: TokenCache,
+         deviceKeys: DeviceKeyCache,
+         requestIDs: RequestIDSource) {
+        self.snapshots = snapshots
+        self.time = time
+        self.devices = devices
+        self.deviceAdmin = deviceAdmin
+        self.challenges = challenges
+        self.platformSSO = platformSSO
+        self.limiter = limiter
+        self.tiers = tiers
+        self.revocations = revocations
+        self.forwarder = forwarder
+        self.readiness = readiness
+        self.reloader = reloader
+        self.metrics = metrics
+        self.metricsText = metricsText
+        self.logger = logger
+        self.accessLog = accessLog
+        self.tokenCache = tokenCache
+        self.deviceKeys = deviceKeys
+        self.requestIDs = requestIDs
+    }
 }
 
 /// A store call that could not be answered: Redis down or slow, or a reply of the wrong shape.
