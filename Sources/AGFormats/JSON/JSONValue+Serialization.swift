@@ -57,7 +57,7 @@ extension JSONValue {
         // Nearly every value needs no escaping: one scan over its bytes, then one copy of the
         // string's UTF-8 (iterating a `String.UTF8View` byte by byte costs several times more).
         if isClean(string.utf8.span) {
-            output.append(contentsOf: string.utf8)
+            output.appendUTF8(of: string)
         } else {
             writeEscaping(string.utf8.span, to: &output)
         }
@@ -66,7 +66,11 @@ extension JSONValue {
 
     static func writeString(_ string: Substring, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        writeEscaping(string.utf8.span, to: &output)
+        if isClean(string.utf8.span) {
+            output.appendUTF8(of: string)
+        } else {
+            writeEscaping(string.utf8.span, to: &output)
+        }
         output.append(UInt8(ascii: "\""))
     }
 

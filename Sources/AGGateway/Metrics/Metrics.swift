@@ -30,6 +30,9 @@ public final class MetricsRegistry: Sendable {
         for worker in workers.withLock({ $0 }) {
             worker.state.withLock { state in
                 for (series, value) in state.counters { counters[series, default: 0] += value }
+                for counter in HotCounter.allCases where state.hot[counter.rawValue] > 0 {
+                    counters[counter.series, default: 0] += state.hot[counter.rawValue]
+                }
                 for (request, value) in state.requests { counters[request.series, default: 0] += value }
                 for (index, value) in state.latencyBuckets.enumerated() { buckets[index] += value }
                 latencySum += state.latencySum
@@ -79,6 +82,7 @@ final class WorkerMetrics: MetricsSink, Sendable {
 
     struct State {
         var counters: [String: Int] = [:]
+        var hot = [Int](repeating: 0, count: HotCounter.allCases.count)
         var requests: [RequestLabels: Int] = [:]
         var latencyBuckets = [Int](repeating: 0, count: WorkerMetrics.latencyBounds.count + 1)
         var latencySum = 0.0
@@ -89,6 +93,10 @@ final class WorkerMetrics: MetricsSink, Sendable {
 
     func increment(_ series: String, by amount: Int) {
         state.withLock { $0.counters[series, default: 0] += amount }
+    }
+
+    func increment(_ counter: HotCounter) {
+        state.withLock { $0.hot[counter.rawValue] += 1 }
     }
 
     /// Counts one answered request and its latency.

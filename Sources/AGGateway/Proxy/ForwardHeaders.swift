@@ -9,7 +9,7 @@ struct ForwardHeaderPolicy: Sendable {
     /// Carries the base64url verified payload; `nil` when disabled.
     let payloadHeader: String?
     /// Where the token arrives (`Authorization` unless `token.header` says otherwise).
-    let tokenHeader: String
+    let tokenHeader: TokenHeaderName
     /// `forward.forward_authorization`: pass the token header on to the upstream.
     let forwardsTokenHeader: Bool
     /// `Host` sent upstream: the upstream's authority, as written in the tenant file.
@@ -21,7 +21,7 @@ struct ForwardHeaderPolicy: Sendable {
     init(forward: ForwardConfig, tokenHeader: String, upstreamHost: String) {
         mapper = ClaimHeaderMapper(claims: forward.claims)
         payloadHeader = forward.payloadHeader
-        self.tokenHeader = tokenHeader
+        self.tokenHeader = TokenHeaderName(tokenHeader)
         forwardsTokenHeader = forward.forwardAuthorization
         self.upstreamHost = upstreamHost
         injectedNames = (forward.claims.map(\.header) + (forward.payloadHeader.map { [$0] } ?? [])).map(HeaderName.normalized)

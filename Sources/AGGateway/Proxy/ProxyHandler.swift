@@ -46,7 +46,7 @@ enum ProxyHandler {
             admit(context, tenant: tenant, proxy: proxy, token: nil)
         } else {
             authenticate(context, tenant: tenant, proxy: proxy,
-                         presented: proxy.headers.tokenHeader.equalsIgnoringASCIICase("Authorization") ? presented : nil)
+                         presented: proxy.headers.tokenHeader.isAuthorization ? presented : nil)
         }
     }
 
@@ -55,7 +55,7 @@ enum ProxyHandler {
     private static func routeByToken(_ context: RequestContext, path: String) {
         let presented: (String, VerifiedToken)
         do throws(ProxyAuthFailure) {
-            let token = try BearerToken.extract(from: context.request.headers, header: "Authorization")
+            let token = try BearerToken.extract(from: context.request.headers, header: .authorization)
             presented = (token, try verifiedToken(token, context))
         } catch .missing {
             context.fail(.routeNotFound)
@@ -99,10 +99,10 @@ enum ProxyHandler {
         let cache = context.services.tokenCache
         let generation = context.snapshot.generation
         if let cached = cache.lookup(text, generation: generation, now: now, leeway: leeway) {
-            context.services.metrics.increment("attestgate_token_cache_hits_total")
+            context.services.metrics.increment(.tokenCacheHits)
             return cached
         }
-        context.services.metrics.increment("attestgate_token_cache_misses_total")
+        context.services.metrics.increment(.tokenCacheMisses)
         let jwt: VerifiedJWT
         do {
             jwt = try context.snapshot.tokenKeys.verifier.verify(text)

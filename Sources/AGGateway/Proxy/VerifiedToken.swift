@@ -16,6 +16,9 @@ final class VerifiedToken {
     /// The tenant's device epoch (`DeviceEpoch`) at which this worker last found the token's
     /// device record in good standing; nil before the first check and after a refusal.
     var checkedEpoch: String?
+    /// The Redis key of the token's device record, made at first use. The claims check ties a
+    /// token to one tenant, so the key cannot differ between its uses.
+    var deviceKey: String?
 
     /// Takes a signature-verified JWT apart; throws when `exp` is missing or a time claim is
     /// not a number. Whether the times hold is checked per request (`TokenClaimsPolicy`).
@@ -43,32 +46,58 @@ extension TokenRejection {
     }
 }
 
-/// Finds the token in a request.
+/// The header a tenant's token arrives in, prepared once per snapshot (`ForwardHeaderPolicy`).
+struct TokenHeaderName: Sendable {
+    let text: String
+    /// `Authorization`: the `Bearer` scheme is required, and the parser's interned name is used.
+    let isAuthorization: Bool
+    fileprivate let bytes: [UInt8]
+
+    init(_ text: String) {
+        self.text = text
+        bytes = Array(text.utf8)
+        isAuthorization = text.equalsIgnoringASCIICase("Authorization")
+    }
+
+    static let authorization = TokenHeaderName("Authorization")
+}
+
+/// Finds the token in a request, on the head's bytes: one `String` is made, the token's.
 enum BearerToken {
+    private static let scheme = Array("bearer ".utf8)
+    private static let bareScheme = Array("bearer".utf8)
+
     /// The token in `header`: for `Authorization`, `Bearer <token>` (scheme in any case); for
     /// another header, the raw token or the same `Bearer` form. Anything else, including an
     /// `Authorization` of another scheme, counts as missing; the field sent twice is invalid.
-    static func extract(from headers: HTTPFields, header: String) throws(ProxyAuthFailure) -> String {
-        let values = headers.values(header)
-        guard let value = values.first else { throw .missing }
-        guard values.count == 1 else { throw .invalid("the token header is present more than once") }
-        let trimmed = value.trimmingASCIIWhitespace()
-        if trimmed.utf8.count > 7, trimmed.prefix(7).equalsIgnoringASCIICase("Bearer ") {
-            let token = trimmed.dropFirst(7).trimmingASCIIWhitespace()
-            guard !token.isEmpty else { throw .missing }
-            return String(token)
+    static func extract(from headers: HTTPFields, header: TokenHeaderName) throws(ProxyAuthFailure) -> String {
+        var found: Range<Int>?
+        for field in headers {
+            let matches = header.isAuthorization ? field.name == .authorization
+                                                 : headers.equalsIgnoringCase(field.nameRange, header.bytes)
+            guard matches else { continue }
+            guard found == nil else { throw .invalid("the token header is present more than once") }
+            found = field.valueRange
         }
-        guard !header.equalsIgnoringASCIICase("Authorization"), !trimmed.isEmpty,
-              !trimmed.equalsIgnoringASCIICase("Bearer") else { throw .missing }
-        return String(trimmed)
+        guard let value = found else { throw .missing }
+        let bytes = headers.storage.span
+        var start = value.lowerBound, end = value.upperBound
+        while start < end, isBlank(bytes[start]) { start += 1 }
+        while end > start, isBlank(bytes[end - 1]) { end -= 1 }
+        if end - start > scheme.count, headers.equalsIgnoringCase(start..<start + scheme.count, scheme) {
+            start += scheme.count
+            while start < end, isBlank(bytes[start]) { start += 1 }
+            guard start < end else { throw .missing }
+            return String(decoding: headers.storage[start..<end], as: UTF8.self)
+        }
+        guard !header.isAuthorization, start < end, !headers.equalsIgnoringCase(start..<end, bareScheme) else { throw .missing }
+        return String(decoding: headers.storage[start..<end], as: UTF8.self)
     }
-}
 
-extension StringProtocol {
-    fileprivate func trimmingASCIIWhitespace() -> SubSequence {
-        var view = self[...]
-        while let first = view.first, first == " " || first == "\t" { view = view.dropFirst() }
-        while let last = view.last, last == " " || last == "\t" { view = view.dropLast() }
-        return view
+    /// `extract` for a header named by text (tests, and callers without a prepared name).
+    static func extract(from headers: HTTPFields, header: String) throws(ProxyAuthFailure) -> String {
+        try extract(from: headers, header: TokenHeaderName(header))
     }
+
+    private static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
 }

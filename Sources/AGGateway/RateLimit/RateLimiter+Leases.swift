@@ -11,8 +11,9 @@ import AGRedis
 /// worker's unspent tokens. Each lease call also reads the tenant's device epoch (see
 /// `RateLimiter+Devices`).
 extension RateLimiter {
-    /// One bucket's lease on this worker.
-    struct Lease {
+    /// One bucket's lease on this worker. A class, so spending a token is one dictionary
+    /// lookup with no write back (this runs per proxied request).
+    final class Lease {
         let check: BucketCheck
         /// Tokens this worker may still spend.
         var tokens = 0
@@ -39,7 +40,7 @@ extension RateLimiter {
     public func lease(_ check: BucketCheck, epochKey: String, fallback: RateLimitFallback,
                       completion: @escaping (RateLimitOutcome) -> Void) {
         if let outcome = spendLeased(check) { return completion(outcome) }
-        var lease = leases[check.key].flatMap { $0.check == check ? $0 : nil } ?? Lease(check: check)
+        let lease = leases[check.key].flatMap { $0.check == check ? $0 : nil } ?? Lease(check: check)
         lease.demand += 1
         lease.tokens = 0
         lease.waiting.append(completion)
@@ -51,25 +52,23 @@ extension RateLimiter {
 
     /// One token from the lease of `check` when it holds one and has not lapsed; nil otherwise.
     func spendLeased(_ check: BucketCheck) -> RateLimitOutcome? {
-        guard var lease = leases[check.key], lease.check == check, lease.tokens > 0, time.nowMicroseconds < lease.expiresAt,
+        guard let lease = leases[check.key], lease.check == check, lease.tokens > 0, time.nowMicroseconds < lease.expiresAt,
               let decision = lease.decision else { return nil }
         lease.demand += 1
         lease.tokens -= 1
-        leases[check.key] = lease
         return .allowed(BucketDecision(check: check, decision: Self.local(decision, unspent: lease.tokens)))
     }
 
     private func fetchLease(_ check: BucketCheck, epochKey: String, fallback: RateLimitFallback) {
-        guard var lease = leases[check.key] else { return }
+        guard let lease = leases[check.key] else { return }
         let want = max(lease.waiting.count, LeaseSizing.batch(limitPerMinute: check.limitPerMinute,
                                                               remaining: lease.decision?.remaining ?? Int.max,
                                                               demand: lease.demand + lease.lastGranted))
         lease.demand = 0
-        leases[check.key] = lease
         let now = time.nowMicroseconds
         redis.evalScript(RateLimitScript.lease, keys: [check.key, epochKey],
                          args: [String(now), String(check.limitPerMinute), String(want), DeviceEpoch.seed()]) { [self] result in
-            guard var lease = leases[check.key] else { return }
+            guard let lease = leases[check.key] else { return }
             var answers: [(completion: (RateLimitOutcome) -> Void, outcome: RateLimitOutcome)] = []
             var stillWaiting: [(RateLimitOutcome) -> Void] = []
             if case .success(let reply) = result,
@@ -105,7 +104,6 @@ extension RateLimiter {
             }
             lease.waiting = stillWaiting
             lease.requesting = !stillWaiting.isEmpty
-            leases[check.key] = lease
             if lease.requesting { fetchLease(check, epochKey: epochKey, fallback: fallback) }
             // Completions may send more requests through `lease`: the state is stored first.
             for answer in answers { answer.completion(answer.outcome) }

@@ -41,6 +41,15 @@ public enum RateLimitOutcome: Sendable, Hashable {
         }
     }
 
+    /// The decision the `X-RateLimit-*` headers describe, when a bucket was consulted.
+    public var headerDecision: TokenBucket.Decision? {
+        switch self {
+        case .allowed(let bucket?): bucket.decision
+        case .limited(let bucket): bucket.decision
+        case .allowed(nil), .storeUnavailable: nil
+        }
+    }
+
     private static func headers(_ decision: TokenBucket.Decision) -> [(String, String)] {
         [("X-RateLimit-Limit", String(decision.limit)),
          ("X-RateLimit-Remaining", String(decision.remaining)),

@@ -45,8 +45,9 @@ extension RequestContext {
         let checks = RateLimitedRoute.api.checks(tenant: tenant.bucketKeys, clientIP: { clientIP }, tier: effectiveTier(tenant),
                                                  ipLimits: snapshot.gateway.ipLimits)
         precondition(checks.count == 1, "the api route has one bucket")
-        let device = DeviceCheck(deviceKey: RedisDeviceStore.deviceKey(tenant, keyID), epochKey: tenant.deviceEpochKey,
-                                 checkedAt: token.checkedEpoch)
+        let deviceKey = token.deviceKey ?? RedisDeviceStore.deviceKey(tenant, keyID)
+        token.deviceKey = deviceKey
+        let device = DeviceCheck(deviceKey: deviceKey, epochKey: tenant.deviceEpochKey, checkedAt: token.checkedEpoch)
         services.limiter.admit(checks[0], device: device, fallback: RateLimitedRoute.api.fallback(snapshot.gateway.rateLimits)) { [self] admission in
             switch admission {
             case .refused(let standing):
@@ -70,10 +71,19 @@ extension RequestContext {
         }
     }
 
+    /// `X-RateLimit-Limit`, `-Remaining` and `-Reset` for `decision` (as `RateLimitOutcome.headers`
+    /// spells them), added without building the outcome's list first: this runs per request.
+    func addRateLimitHeaders(_ decision: TokenBucket.Decision) {
+        extraHeaders.reserveCapacity(extraHeaders.count + 3)
+        extraHeaders.add("X-RateLimit-Limit", String(decision.limit))
+        extraHeaders.add("X-RateLimit-Remaining", String(decision.remaining))
+        extraHeaders.add("X-RateLimit-Reset", String(decision.resetAt))
+    }
+
     /// Applies a rate-limit outcome: adds its headers, answers 429 or 503 itself when the
     /// request may not go on, and says whether it may.
     func admit(_ outcome: RateLimitOutcome, tenant: Tenant) -> Bool {
-        for (name, value) in outcome.headers where name != "Retry-After" { extraHeaders.add(name, value) }
+        if let decision = outcome.headerDecision { addRateLimitHeaders(decision) }
         switch outcome {
         case .allowed:
             return true

@@ -160,10 +160,27 @@ protocol ConfigReloader: AnyObject {
 protocol MetricsSink: AnyObject {
     func increment(_ series: String, by amount: Int)
     func recordRequest(tenant: String, route: String, status: Int, code: String?, seconds: Double)
+    /// Counts one event of a per-request counter (`HotCounter`): no series string is hashed.
+    func increment(_ counter: HotCounter)
 }
 
 extension MetricsSink {
     func increment(_ series: String) { increment(series, by: 1) }
+    func increment(_ counter: HotCounter) { increment(counter.series, by: 1) }
+}
+
+/// Counters bumped on every proxied request, kept in fixed slots by `WorkerMetrics` and
+/// rendered under their series names.
+enum HotCounter: Int, CaseIterable {
+    case tokenCacheHits
+    case tokenCacheMisses
+
+    var series: String {
+        switch self {
+        case .tokenCacheHits: "attestgate_token_cache_hits_total"
+        case .tokenCacheMisses: "attestgate_token_cache_misses_total"
+        }
+    }
 }
 
 /// Structured log lines (`Logger`).

@@ -27,6 +27,11 @@ public struct HTTPHeaders: Sendable, Sequence {
         fields.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
     }
 
+    /// Room for `count` fields in all, so that adding them allocates once.
+    public mutating func reserveCapacity(_ count: Int) {
+        fields.reserveCapacity(count)
+    }
+
     public mutating func add(_ name: String, _ value: String) {
         fields.append((name, value))
     }

@@ -74,7 +74,8 @@ public final class HTTPServerRequest {
     }
 
     public var method: String { head.method }
-    public var path: Substring { head.path }
+    /// The path part of the target, found once (routers, handlers and the access log each ask).
+    public private(set) lazy var path: Substring = head.path
     public var headers: HTTPFields { head.headers }
     /// A response has been started.
     public var responseStarted: Bool { response != .notStarted }

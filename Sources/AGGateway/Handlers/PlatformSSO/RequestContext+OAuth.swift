@@ -18,7 +18,7 @@ extension RequestContext {
     /// answer follows and returns the refusal to answer (429 `rate_limited` with `Retry-After`,
     /// or 503 `temporarily_unavailable`), nil when the request may go on.
     func oauthRefusal(for outcome: RateLimitOutcome, tenant: Tenant) -> OAuthError? {
-        for (name, value) in outcome.headers where name != "Retry-After" { extraHeaders.add(name, value) }
+        if let decision = outcome.headerDecision { addRateLimitHeaders(decision) }
         switch outcome {
         case .allowed:
             return nil
