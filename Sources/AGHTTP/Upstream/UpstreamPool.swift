@@ -11,7 +11,9 @@ public import AGEventLoop
 public final class UpstreamPool {
     let loop: EventLoop
     let configuration: UpstreamPoolConfiguration
-    private var idle: [UpstreamEndpoint: [UpstreamConnection]] = [:]
+    /// Per endpoint, most recently used last. Lists are objects, so taking and returning a
+    /// connection hashes the endpoint once (this runs twice per proxied request).
+    private var idle: [UpstreamEndpoint: IdleList] = [:]
     /// Addresses of host names that recently failed to connect, and until when they go last.
     private var failedUntil: [UpstreamEndpoint: ContinuousClock.Instant] = [:]
     private let configuredResolver: DNSResolver?
@@ -46,13 +48,14 @@ public final class UpstreamPool {
 
     /// Idle connections waiting in the pool for `target` (for a host name: on any address).
     public func idleConnectionCount(for target: UpstreamTarget) -> Int {
-        if let endpoint = target.literalEndpoint { return idle[endpoint]?.count ?? 0 }
-        return idle.filter { $0.key.port == UInt16(target.port) && $0.key.tls == target.tlsPeer }.values.reduce(0) { $0 + $1.count }
+        if let endpoint = target.literalEndpoint { return idle[endpoint]?.connections.count ?? 0 }
+        return idle.filter { $0.key.port == UInt16(target.port) && $0.key.tls == target.tlsPeer }.values
+            .reduce(0) { $0 + $1.connections.count }
     }
 
     /// Closes every idle connection (shutdown, or an upstream's address went away).
     public func closeIdleConnections() {
-        let all = idle.values.flatMap { $0 }
+        let all = idle.values.flatMap(\.connections)
         idle.removeAll()
         for connection in all { connection.close() }
     }
@@ -125,7 +128,7 @@ public final class UpstreamPool {
     // MARK: Connection bookkeeping
 
     func takeIdle(_ endpoint: UpstreamEndpoint) -> UpstreamConnection? {
-        idle[endpoint]?.popLast()
+        idle[endpoint]?.connections.popLast()
     }
 
     /// `addresses` of a host name as endpoints, those that did not fail recently first (each
@@ -153,16 +156,23 @@ public final class UpstreamPool {
         guard connection.isOpen else { return }
         connection.becomeIdle(timeout: configuration.idleTimeout)
         var evicted: UpstreamConnection?
-        idle[connection.endpoint, default: []].append(connection)
-        if let count = idle[connection.endpoint]?.count, count > configuration.maxIdlePerTarget {
-            evicted = idle[connection.endpoint]?.removeFirst()
+        let list: IdleList
+        if let existing = idle[connection.endpoint] {
+            list = existing
+        } else {
+            list = IdleList()
+            idle[connection.endpoint] = list
+        }
+        list.connections.append(connection)
+        if list.connections.count > configuration.maxIdlePerTarget {
+            evicted = list.connections.removeFirst()
         }
         evicted?.close()
     }
 
     /// Drops an idle connection the upstream closed, wrote to, or that expired.
     func discardIdle(_ connection: UpstreamConnection) {
-        idle[connection.endpoint]?.removeAll { $0 === connection }
+        idle[connection.endpoint]?.connections.removeAll { $0 === connection }
         connection.close()
     }
 
@@ -173,6 +183,11 @@ public final class UpstreamPool {
     func connectionClosed() {
         openConnectionCount -= 1
     }
+}
+
+/// One endpoint's idle connections, most recently used last.
+final class IdleList {
+    var connections: [UpstreamConnection] = []
 }
 
 /// The request head sent upstream.
