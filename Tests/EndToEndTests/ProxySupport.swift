@@ -82,7 +82,7 @@ final class ProxyFixture: @unchecked Sendable {
 
     /// Signs `claims` with the key file `kid` of the gateway, announcing `headerKID`.
     func sign(_ claims: [String: JSONValue], kid: String = "test-es256", headerKID: String? = nil) throws -> String {
-        let pem = try String(contentsOfFile: gateway.directory + "/keys/\(kid).pem", encoding: .utf8)
+        let pem = try TestFile.text(gateway.directory + "/keys/\(kid).pem")
         let key: JWSSigningKey = pem.contains("EC PRIVATE") || (try? P256.PrivateKey(pemRepresentation: pem)) != nil
             ? .es256(try P256.PrivateKey(pemRepresentation: pem)) : .rs256(try RSAKey.PrivateKey(pemRepresentation: pem))
         return try JWTSigner(key: key, keyID: headerKID ?? kid).sign(claims: claims)
