@@ -21,9 +21,13 @@ public final class GatewayProcess: Sendable {
         }
     }
 
-    /// `descriptorLimit` starts the gateway under that `RLIMIT_NOFILE` (through `prlimit`).
-    public init(configPath: String, descriptorLimit: Int? = nil) throws {
+    /// `descriptorLimit` starts the gateway under that `RLIMIT_NOFILE` (through `prlimit`);
+    /// `environment` is added to the inherited one (`TestBuild.memoryMeasurementEnvironment`).
+    public init(configPath: String, descriptorLimit: Int? = nil, environment: [String: String] = [:]) throws {
         let process = Process()
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
+        }
         let binary = TestGateway.builtProductPath("attestgate")
         if let descriptorLimit {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
