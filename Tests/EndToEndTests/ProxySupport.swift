@@ -43,13 +43,13 @@ final class ProxyFixture: @unchecked Sendable {
          upstream: RecordingUpstream? = nil, tenantExtra: String = "", tier: String = "test",
          otherTenants: [String: String] = [:], gatewayYAML: String = "", workers: Int = 2,
          keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)],
-         time: (any TimeSource)? = nil) throws {
+         redisTimeout: String = "250ms", time: (any TimeSource)? = nil) throws {
         self.teamID = teamID
         self.upstream = try upstream ?? RecordingUpstream()
         var tenants = otherTenants
         tenants["proxy.yaml"] = Self.tenantYAML(teamID: teamID, upstreamPort: self.upstream.port, tier: tier, extra: tenantExtra)
-        gateway = try TestGateway(redisURL: redisURL, tenants: tenants, gatewayYAML: gatewayYAML, workers: workers, keys: keys,
-                                  time: time)
+        gateway = try TestGateway(redisURL: redisURL, tenants: tenants, gatewayYAML: gatewayYAML, workers: workers,
+                                  redisTimeout: redisTimeout, keys: keys, time: time)
     }
 
     func stop() {
