@@ -57,7 +57,11 @@ import Testing
                 }
                 try await waitUntilSubscribed(subscriber)
                 server.pause()
-                try await waitUntil(subscriber, is: .disconnected)
+                // Not `.disconnected` itself: against the frozen server the subscriber cycles
+                // between a short `.disconnected` (the reconnect delay, 20–100 ms) and a 200 ms
+                // `.connecting`, and under ASan a 10 ms poll through the loop missed the short
+                // state for 10 s. Leaving `.connected` at all is the health check's verdict.
+                try await waitUntil(subscriber, isNot: .connected)
                 let lastError = await loop.submit { _ in subscriber.value.lastError } ?? ""
                 // The health check's verdict, or (if a reconnect attempt already met the frozen
                 // server) the handshake's timeout.
@@ -171,6 +175,17 @@ import Testing
         while await subscriber.loop.submit({ _ in subscriber.value.state }) != expected {
             guard ContinuousClock.now < deadline else {
                 Issue.record("subscriber never reached \(expected)")
+                throw HarnessTimeout()
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    private func waitUntil(_ subscriber: LoopBound<RedisSubscriber>, isNot left: RedisConnectionState) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while await subscriber.loop.submit({ _ in subscriber.value.state }) == left {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("subscriber never left \(left)")
                 throw HarnessTimeout()
             }
             try await Task.sleep(for: .milliseconds(10))
