@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGPlatformSSO", "AGDevice", "AGCrypto", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
         .testTarget(name: "AGDevToolsTests", dependencies: ["AGDevTools", "AGCrypto"]),
         .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGDevTools", "AGTestSupport", "AGAppAttest", "AGFormats", "AGCrypto"]),
-        .testTarget(name: "AGFuzzTargetsTests", dependencies: ["AGFuzzTargets"]),
+        .testTarget(name: "AGFuzzTargetsTests", dependencies: ["AGFuzzTargets", "AGTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGRedis", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevice", "AGYAML", "AGHTTP"]),
     ],
     swiftLanguageModes: [.v6]

@@ -2,6 +2,7 @@ import AGAppAttest
 import AGCrypto
 import AGDevice
 import AGFormats
+import AGTestSupport
 import Foundation
 import Testing
 
@@ -125,7 +126,7 @@ func stateFileRoundTrip() throws {
 
     let attributes = try FileManager.default.attributesOfItem(atPath: path)
     #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-    let text = try String(contentsOfFile: path, encoding: .utf8)
+    let text = try TestFile.text(path)
     let document = try JSONValue(parsing: text)
     #expect(document["keyId"]?.stringValue == device.keyID)
     #expect(document["teamId"]?.stringValue == team)

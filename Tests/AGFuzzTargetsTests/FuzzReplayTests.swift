@@ -1,4 +1,5 @@
 import AGFuzzTargets
+import AGTestSupport
 import Foundation
 import Testing
 
@@ -28,8 +29,8 @@ struct FuzzReplayTests {
         let directory = Self.fixtures + "/" + name
         let kept = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         for file in kept.sorted() {
-            let input = try #require(FileManager.default.contents(atPath: directory + "/" + file))
-            #expect(target.run(Array(input)) == nil, "\(name) \(file)")
+            let input = try TestFile.bytes(directory + "/" + file)
+            #expect(target.run(input) == nil, "\(name) \(file)")
         }
     }
 

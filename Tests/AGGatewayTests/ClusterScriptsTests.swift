@@ -41,7 +41,7 @@ import Testing
         var definitions = 0
         for case let file as String in FileManager.default.enumerator(atPath: sources.path)!
         where file.hasSuffix(".swift") && !file.hasPrefix("AGRedis/") {
-            let text = try String(contentsOfFile: sources.path + "/" + file, encoding: .utf8)
+            let text = try TestFile.text(sources.path + "/" + file)
             definitions += text.components(separatedBy: "= RedisScript(").count - 1
         }
         #expect(definitions == Self.all.count)

@@ -19,7 +19,7 @@ struct RateLimiterTests {
     }
 
     private static func lines(in path: String, containing text: String) -> Int {
-        let log = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        let log = TestFile.textIfReadable(path)
         return log.split(separator: "\n").filter { $0.contains(text) }.count
     }
 

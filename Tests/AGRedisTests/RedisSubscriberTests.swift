@@ -55,36 +55,45 @@ import Testing
                         sink.yield($0)
                     }
                 }
-                try await waitUntilSubscribed(subscriber)
-                server.pause()
-                try await waitUntil(subscriber, is: .disconnected)
-                let lastError = await loop.submit { _ in subscriber.value.lastError } ?? ""
-                // The health check's verdict, or (if a reconnect attempt already met the frozen
-                // server) the handshake's timeout.
-                #expect(lastError.contains("SUBSCRIBE not confirmed within") || lastError.contains("failed during connect: timed out"))
-                server.resume()
-                try await waitUntilSubscribed(subscriber)
+                // Closed on its loop even when a step fails: released on a test thread, its
+                // connection's deinit would trap ("used off its event loop thread") and end the run.
+                try await withCleanup {
+                    try await waitUntilSubscribed(subscriber)
+                    server.pause()
+                    // Not `.disconnected` itself: against the frozen server the subscriber cycles
+                    // between a short `.disconnected` (the reconnect delay, 20–100 ms) and a 200 ms
+                    // `.connecting`, and under ASan a 10 ms poll through the loop missed the short
+                    // state for 10 s. Leaving `.connected` at all is the health check's verdict.
+                    try await waitUntil(subscriber, isNot: .connected)
+                    let lastError = await loop.submit { _ in subscriber.value.lastError } ?? ""
+                    // The health check's verdict, or (if a reconnect attempt already met the frozen
+                    // server) the handshake's timeout.
+                    #expect(lastError.contains("SUBSCRIBE not confirmed within") || lastError.contains("failed during connect: timed out"))
+                    server.resume()
+                    try await waitUntilSubscribed(subscriber)
 
-                let receivers = try await ClientHarness.with(server.url) { publisher in
-                    // The abandoned connection's close reaches the resumed server asynchronously,
-                    // and on a loaded machine the 200 ms health check may cycle the connection once
-                    // more: publish until exactly one subscription receives it.
-                    let deadline = ContinuousClock.now + .seconds(10)
-                    var receivers: RedisValue = 0
-                    while ContinuousClock.now < deadline {
-                        if try await publisher.value(["PUBSUB", "NUMSUB", "ag:events"]) == ["ag:events", 1] {
-                            receivers = try await publisher.value(["PUBLISH", "ag:events", "still-listening"])
-                            if receivers == 1 { break }
+                    let receivers = try await ClientHarness.with(server.url) { publisher in
+                        // The abandoned connection's close reaches the resumed server asynchronously,
+                        // and on a loaded machine the 200 ms health check may cycle the connection once
+                        // more: publish until exactly one subscription receives it.
+                        let deadline = ContinuousClock.now + .seconds(10)
+                        var receivers: RedisValue = 0
+                        while ContinuousClock.now < deadline {
+                            if try await publisher.value(["PUBSUB", "NUMSUB", "ag:events"]) == ["ag:events", 1] {
+                                receivers = try await publisher.value(["PUBLISH", "ag:events", "still-listening"])
+                                if receivers == 1 { break }
+                            }
+                            try await Task.sleep(for: .milliseconds(10))
                         }
-                        try await Task.sleep(for: .milliseconds(10))
+                        return receivers
                     }
-                    return receivers
+                    #expect(receivers == 1)
+                    var received = messages.makeAsyncIterator()
+                    #expect(await received.next()?.string == "still-listening")
+                } cleanup: {
+                    await loop.submit { _ in subscriber.value.close() }
+                    sink.finish()
                 }
-                #expect(receivers == 1)
-                var received = messages.makeAsyncIterator()
-                #expect(await received.next()?.string == "still-listening")
-                await loop.submit { _ in subscriber.value.close() }
-                sink.finish()
             }
         }
     }
@@ -171,6 +180,17 @@ import Testing
         while await subscriber.loop.submit({ _ in subscriber.value.state }) != expected {
             guard ContinuousClock.now < deadline else {
                 Issue.record("subscriber never reached \(expected)")
+                throw HarnessTimeout()
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    private func waitUntil(_ subscriber: LoopBound<RedisSubscriber>, isNot left: RedisConnectionState) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while await subscriber.loop.submit({ _ in subscriber.value.state }) == left {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("subscriber never left \(left)")
                 throw HarnessTimeout()
             }
             try await Task.sleep(for: .milliseconds(10))

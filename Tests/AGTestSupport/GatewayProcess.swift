@@ -21,9 +21,13 @@ public final class GatewayProcess: Sendable {
         }
     }
 
-    /// `descriptorLimit` starts the gateway under that `RLIMIT_NOFILE` (through `prlimit`).
-    public init(configPath: String, descriptorLimit: Int? = nil) throws {
+    /// `descriptorLimit` starts the gateway under that `RLIMIT_NOFILE` (through `prlimit`);
+    /// `environment` is added to the inherited one (`TestBuild.memoryMeasurementEnvironment`).
+    public init(configPath: String, descriptorLimit: Int? = nil, environment: [String: String] = [:]) throws {
         let process = Process()
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
+        }
         let binary = TestGateway.builtProductPath("attestgate")
         if let descriptorLimit {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
@@ -86,7 +90,7 @@ public final class GatewayProcess: Sendable {
 
     /// CPU time (user + system) the process has used so far, from /proc/PID/stat.
     public func cpuSeconds() -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+        guard let stat = try? TestFile.text("/proc/\(process.processIdentifier)/stat"),
               let close = stat.lastIndex(of: ")") else { return 0 }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         // After the command: state is field 3, utime and stime are fields 14 and 15.
@@ -96,7 +100,7 @@ public final class GatewayProcess: Sendable {
 
     /// Resident set size in bytes (`VmRSS` of /proc/PID/status).
     public func residentBytes() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+        guard let status = try? TestFile.text("/proc/\(process.processIdentifier)/status"),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
               let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else {
             return 0

@@ -28,23 +28,24 @@ public final class RateLimitTestInstance: Sendable {
     /// Runs `body` with a fresh instance on its own loop; closes the connection and stops the
     /// loop afterwards, even if `body` throws or returns early.
     /// - Parameter logPath: where the limiter logs (JSON lines); nowhere when nil.
+    /// - Parameter timeout: the Redis deadline of every command.
     public static func with<R>(_ url: RedisURL, time: any TimeSource = SystemTime(), localBuckets: LocalBuckets? = nil,
-                               logPath: String? = nil, _ body: (RateLimitTestInstance) async throws -> R) async throws -> R {
+                               logPath: String? = nil, timeout: Duration = .milliseconds(250), _ body: (RateLimitTestInstance) async throws -> R) async throws -> R {
         let logger = Logger(level: .debug, format: .json,
                             fileDescriptor: open(logPath ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644))
         // Closed only once the loop has stopped, so no late log line can land in a reused descriptor.
         defer { if logger.fileDescriptor >= 0 { Glibc.close(logger.fileDescriptor) } }
         return try await TestEventLoop.with { loop in
-            let instance = await RateLimitTestInstance(loop: loop, url: url, time: time,
+            let instance = await RateLimitTestInstance(loop: loop, url: url, time: time, timeout: timeout,
                                                        localBuckets: localBuckets ?? LocalBuckets(time: time), logger: logger)
             return try await withCleanup { try await body(instance) } cleanup: { await instance.close() }
         }
     }
 
-    private init(loop: TestEventLoop, url: RedisURL, time: any TimeSource, localBuckets: LocalBuckets, logger: Logger) async {
+    private init(loop: TestEventLoop, url: RedisURL, time: any TimeSource, timeout: Duration, localBuckets: LocalBuckets, logger: Logger) async {
         self.loop = loop
         parts = await loop.make { base in
-            let redis = RedisClient(url: url, loop: base, timeout: .milliseconds(250),
+            let redis = RedisClient(url: url, loop: base, timeout: timeout,
                                     reconnectPolicy: RedisReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100)))
             let parts = Parts(redis: redis, limiter: RateLimiter(redis: redis, localBuckets: localBuckets, time: time, logger: logger))
             parts.limiter.onModeChange = { [unowned parts] mode in parts.modeChanges.append(mode) }

@@ -14,7 +14,7 @@ public func runProgram(_ path: String, _ arguments: [String], mergingErrors: Boo
     let pid = try spawnProgram(path, arguments, outputPath: outputPath, mergingErrors: mergingErrors)
     var status: Int32 = 0
     while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-    let output = FileManager.default.contents(atPath: outputPath) ?? Data()
+    let output = Data((try? TestFile.bytes(outputPath)) ?? [])
     // WIFEXITED/WEXITSTATUS are macros: exit code in bits 8-15, signal in the low 7 bits.
     let exitStatus = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     return (exitStatus, output)

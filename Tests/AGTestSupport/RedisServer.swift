@@ -151,7 +151,7 @@ public final class RedisServer: Sendable {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             guard isRunning else {
-                let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+                let log = TestFile.textIfReadable(logPath)
                 throw RedisServerError.couldNotStart("redis-server exited: \(log.suffix(500))")
             }
             if Self.answersPing(port: port) { return }

@@ -50,7 +50,7 @@ public class RedisProcessGroup: @unchecked Sendable {
     }
 
     static func readPorts(_ path: String) throws -> [Int] {
-        try String(contentsOfFile: path, encoding: .utf8).split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        try TestFile.text(path).split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
     }
 
     /// `redis-cli -p <port> <arguments…>`, output trimmed.
@@ -77,7 +77,7 @@ public class RedisProcessGroup: @unchecked Sendable {
     }
 
     private func signal(_ port: Int, _ signal: Int32) {
-        guard let text = try? String(contentsOfFile: "\(directory)/\(port)/redis.pid", encoding: .utf8),
+        guard let text = try? TestFile.text("\(directory)/\(port)/redis.pid"),
               let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return }
         Foundation.kill(pid, signal)
     }

@@ -24,7 +24,7 @@ public final class TestConfigDirectory: @unchecked Sendable {
         try manager.createDirectory(atPath: directory + "/keys", withIntermediateDirectories: true)
         adminToken = UUID().uuidString + UUID().uuidString
         try adminToken.write(toFile: directory + "/admin-token", atomically: true, encoding: .utf8)
-        let rootCA = try String(contentsOfFile: TestGateway.fixturePath("Apple_App_Attestation_Root_CA.pem"), encoding: .utf8)
+        let rootCA = try TestFile.text(TestGateway.fixturePath("Apple_App_Attestation_Root_CA.pem"))
         try rootCA.write(toFile: directory + "/root-ca.pem", atomically: true, encoding: .utf8)
         var keyLines = ""
         for key in keys {

@@ -39,7 +39,7 @@ public final class TestDNSServer: Sendable {
                 let deadline = ContinuousClock.now + .seconds(30)
                 var status: Int32 = 0
                 while ContinuousClock.now < deadline, waitpid(pid, &status, WNOHANG) == 0 {
-                    if let text = try? String(contentsOfFile: directory + "/port", encoding: .utf8), let port = Int(text) {
+                    if let text = try? TestFile.text(directory + "/port"), let port = Int(text) {
                         continuation.resume(returning: port)
                         return
                     }
@@ -77,7 +77,7 @@ public final class TestDNSServer: Sendable {
 
     /// How many queries of `type` (`A`, `AAAA`) for `name` arrived so far.
     public func queries(_ name: String, type: String = "A") -> Int {
-        let log = (try? String(contentsOfFile: directory + "/queries.log", encoding: .utf8)) ?? ""
+        let log = TestFile.textIfReadable(directory + "/queries.log")
         return log.split(separator: "\n").filter { $0 == "\(name.lowercased()) \(type)" }.count
     }
 

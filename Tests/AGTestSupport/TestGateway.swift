@@ -87,11 +87,11 @@ public final class TestGateway: @unchecked Sendable {
     }
 
     public func logText() -> String {
-        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        TestFile.textIfReadable(logPath)
     }
 
     public func accessLogText() -> String {
-        (try? String(contentsOfFile: accessLogPath, encoding: .utf8)) ?? ""
+        TestFile.textIfReadable(accessLogPath)
     }
 
     /// `Tests/Fixtures/<name>` of this package.

@@ -36,7 +36,7 @@ public final class TestTLSUpstream: Sendable {
         let deadline = ContinuousClock.now + .seconds(30)
         var status: Int32 = 0
         while ContinuousClock.now < deadline, waitpid(pid, &status, WNOHANG) == 0 {
-            if let text = try? String(contentsOfFile: directory + "/port", encoding: .utf8), let port = Int(text) {
+            if let text = try? TestFile.text(directory + "/port"), let port = Int(text) {
                 return TestTLSUpstream(port: port, address: address, directory: directory, pid: pid)
             }
             usleep(10_000)
@@ -63,7 +63,7 @@ public final class TestTLSUpstream: Sendable {
 
     /// Every event so far, in order.
     public var events: [Event] {
-        let text = (try? String(contentsOfFile: directory + "/events.log", encoding: .utf8)) ?? ""
+        let text = TestFile.textIfReadable(directory + "/events.log")
         return text.split(separator: "\n").compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                   let kind = object["event"] as? String, let connection = object["connection"] as? Int else { return nil }

@@ -43,13 +43,13 @@ final class ProxyFixture: @unchecked Sendable {
          upstream: RecordingUpstream? = nil, tenantExtra: String = "", tier: String = "test",
          otherTenants: [String: String] = [:], gatewayYAML: String = "", workers: Int = 2,
          keys: [(kid: String, algorithm: String, active: Bool)] = [("test-es256", "ES256", true)],
-         time: (any TimeSource)? = nil) throws {
+         redisTimeout: String = "250ms", time: (any TimeSource)? = nil) throws {
         self.teamID = teamID
         self.upstream = try upstream ?? RecordingUpstream()
         var tenants = otherTenants
         tenants["proxy.yaml"] = Self.tenantYAML(teamID: teamID, upstreamPort: self.upstream.port, tier: tier, extra: tenantExtra)
-        gateway = try TestGateway(redisURL: redisURL, tenants: tenants, gatewayYAML: gatewayYAML, workers: workers, keys: keys,
-                                  time: time)
+        gateway = try TestGateway(redisURL: redisURL, tenants: tenants, gatewayYAML: gatewayYAML, workers: workers,
+                                  redisTimeout: redisTimeout, keys: keys, time: time)
     }
 
     func stop() {
@@ -82,7 +82,7 @@ final class ProxyFixture: @unchecked Sendable {
 
     /// Signs `claims` with the key file `kid` of the gateway, announcing `headerKID`.
     func sign(_ claims: [String: JSONValue], kid: String = "test-es256", headerKID: String? = nil) throws -> String {
-        let pem = try String(contentsOfFile: gateway.directory + "/keys/\(kid).pem", encoding: .utf8)
+        let pem = try TestFile.text(gateway.directory + "/keys/\(kid).pem")
         let key: JWSSigningKey = pem.contains("EC PRIVATE") || (try? P256.PrivateKey(pemRepresentation: pem)) != nil
             ? .es256(try P256.PrivateKey(pemRepresentation: pem)) : .rs256(try RSAKey.PrivateKey(pemRepresentation: pem))
         return try JWTSigner(key: key, keyID: headerKID ?? kid).sign(claims: claims)

@@ -68,7 +68,7 @@ struct ReloadAndSignalTests {
         #expect(try HTTPTestClient.send(port: port, "GET", "/api/v1/attestation/challenge", headers: headers).status == 200)
 
         gateway.signal(SIGTERM)
-        #expect(gateway.waitForExit() == 0)
+        #expect(gateway.waitForExit() == 0, "\(gateway.log.suffix(4000))")
         #expect(throws: (any Error).self) { try HTTPTestClient.send(port: port, "GET", "/healthz") }
     }
 }

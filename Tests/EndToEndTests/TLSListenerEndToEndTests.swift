@@ -174,7 +174,7 @@ import Testing
         let config = try TestConfigDirectory(tenants: [:], gatewayYAML: Self.tlsServer(),
                                              files: files.merging(["other-key.pem": otherFiles["server-key.pem"]!,
                                                                    "garbage.pem": "-----BEGIN CERTIFICATE-----\nZ2FyYmFnZQ==\n-----END CERTIFICATE-----\n"]) { $1 })
-        let yaml = try String(contentsOfFile: config.gatewayPath, encoding: .utf8)
+        let yaml = try TestFile.text(config.gatewayPath)
         let tlsLine = try #require(yaml.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains("tls:") }) + 1
         #expect(GatewaySnapshot.check(path: config.gatewayPath).isEmpty)
 
@@ -215,7 +215,7 @@ import Testing
         let (first, files) = try Self.certificate()
         let gateway = try TestGateway(tenants: [:], gatewayYAML: Self.tlsServer(), files: files)
         defer { gateway.stop() }
-        let yaml = try String(contentsOfFile: gateway.config.gatewayPath, encoding: .utf8)
+        let yaml = try TestFile.text(gateway.config.gatewayPath)
         try yaml.replacingOccurrences(of: "  tls: { cert: server.pem, key: server-key.pem }\n", with: "")
             .write(toFile: gateway.config.gatewayPath, atomically: true, encoding: .utf8)
         #expect(try gateway.admin("POST", "/admin/v1/reload").status == 200)

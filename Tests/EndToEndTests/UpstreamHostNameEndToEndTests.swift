@@ -193,7 +193,7 @@ struct UpstreamHostNameEndToEndTests {
         let setup = try Setup(dns: first, upstreams: ["fresh": "http://fresh.test:\(upstream.port)"])
         defer { setup.gateway.stop() }
         let path = setup.gateway.config.gatewayPath
-        let yaml = try String(contentsOfFile: path, encoding: .utf8)
+        let yaml = try TestFile.text(path)
         try #require(yaml.contains(first.nameserver))
         try yaml.replacingOccurrences(of: first.nameserver, with: second.nameserver).write(toFile: path, atomically: true, encoding: .utf8)
         #expect(try setup.gateway.admin("POST", "/admin/v1/reload").status == 200)

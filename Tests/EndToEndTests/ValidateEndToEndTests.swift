@@ -381,8 +381,8 @@ struct TestCAConfigurationTests {
         let written = try TestCAGenerator.generate(directory: directory)
         let keyMode = try FileManager.default.attributesOfItem(atPath: written.key)[.posixPermissions] as? Int
         #expect(keyMode == 0o600)
-        let authority = try TestCertificateAuthority(certificatePEM: String(contentsOfFile: written.certificate, encoding: .utf8),
-                                                     privateKeyPEM: String(contentsOfFile: written.key, encoding: .utf8))
+        let authority = try TestCertificateAuthority(certificatePEM: TestFile.text(written.certificate),
+                                                     privateKeyPEM: TestFile.text(written.key))
         #expect(try authority.certificate.extensionValue(oid: "2.5.29.19") != nil)
         #expect { try TestCAGenerator.generate(directory: directory) } throws: { error in
             guard case .file(let failure) = error as? TestCAGenerator.Failure else { return false }

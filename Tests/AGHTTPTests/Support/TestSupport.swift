@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Synchronization
 import AGEventLoop
+import AGTestSupport
 @testable import AGHTTP
 
 /// A mutable box for handing values across threads in tests; every use is sequenced by a
@@ -52,7 +53,7 @@ final class LoopThread: @unchecked Sendable {
 
 /// The process's resident set size in bytes, from /proc/self/status.
 func residentBytes() -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    guard let status = try? TestFile.text("/proc/self/status") else { return 0 }
     for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
         let digits = line.filter(\.isNumber)
         return (Int(digits) ?? 0) * 1024

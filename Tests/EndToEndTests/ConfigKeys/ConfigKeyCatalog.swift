@@ -18,7 +18,7 @@ enum ConfigKeyCatalog {
 
     /// Every key of the README's configuration tables.
     static func documented() throws -> Set<String> {
-        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+        let readme = try TestFile.text(root + "/README.md")
         var keys = Set<String>()
         var file: String?
         for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -43,7 +43,7 @@ enum ConfigKeyCatalog {
     static func shipped() throws -> Set<String> {
         var keys = Set<String>()
         for (file, path) in [("gateway", "conf/gateway.yaml"), ("tenant", "conf/tenants/example.yaml")] {
-            let text = try String(contentsOfFile: root + "/" + path, encoding: .utf8)
+            let text = try TestFile.text(root + "/" + path)
             guard let node = try YAMLReader.parse(text, file: path) else { continue }
             collect(node, prefix: "", into: &keys, file: file)
         }

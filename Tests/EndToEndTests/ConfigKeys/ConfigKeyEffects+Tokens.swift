@@ -70,7 +70,7 @@ extension ConfigKeyEffects {
         },
         KeyEffect(key: "gateway:tokens.keys[].file", observed: "the JWKS publishes the public half of the key file") {
             let probe = try KeyProbe(keys: [("filekey", "ES256", true)])
-            let pem = try String(contentsOfFile: probe.gateway.directory + "/keys/filekey.pem", encoding: .utf8)
+            let pem = try TestFile.text(probe.gateway.directory + "/keys/filekey.pem")
             let key = try P256.PrivateKey(pemRepresentation: pem).publicKey
             let jwks = try probe.gateway.send("GET", "/.well-known/jwks.json").text
             #expect(jwks.contains(Base64.encodeURL(key.x)), "\(jwks)")

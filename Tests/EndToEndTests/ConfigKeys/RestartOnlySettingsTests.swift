@@ -9,7 +9,7 @@ struct RestartOnlySettingsTests {
     @Test func aReloadNamesEveryRestartOnlySettingItChanges() throws {
         let probe = try KeyProbe(gatewayYAML: KeyProbe.server("  timeouts: { read: 30s, write: 30s, idle: 60s }\n"))
         let path = probe.gateway.directory + "/gateway.yaml"
-        var yaml = try String(contentsOfFile: path, encoding: .utf8)
+        var yaml = try TestFile.text(path)
         let changes = [
             ("timeouts: { read: 30s, write: 30s, idle: 60s }", "timeouts: { read: 5s, write: 6s, idle: 7s, upstream_response: 9s }"),
             ("timeout: 250ms", "timeout: 400ms"),
@@ -21,7 +21,7 @@ struct RestartOnlySettingsTests {
             yaml = yaml.replacingOccurrences(of: old, with: new)
         }
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
-        let tenant = try String(contentsOfFile: probe.gateway.directory + "/tenants/t.yaml", encoding: .utf8)
+        let tenant = try TestFile.text(probe.gateway.directory + "/tenants/t.yaml")
         try tenant.write(toFile: probe.gateway.directory + "/keys/t.yaml", atomically: true, encoding: .utf8)
         let reloaded = try probe.gateway.admin("POST", "/admin/v1/reload")
         #expect(reloaded.status == 200, "\(reloaded.text)")

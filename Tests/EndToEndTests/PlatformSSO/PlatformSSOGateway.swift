@@ -22,18 +22,18 @@ final class PlatformSSOGateway {
     /// `settings` are extra `platform_sso` lines (`reuse_grace: 0s`); `tenantExtra` extra tenant
     /// lines; `gatewayYAML` top-level gateway sections.
     init(settings: [String] = [], tier: String = "test", tenantExtra: String = "", gatewayYAML: String = "",
-         redisURL: String = TestGateway.sharedRedisURL) throws {
+         redisURL: String = TestGateway.sharedRedisURL, redisTimeout: String = "250ms") throws {
         let sso = (["platform_sso:", "  path_prefix: /psso", "  client_id: \(Self.clientID)",
                     "  audience: [\(Self.audience), https://gateway.test/psso/refresh]"]
                    + settings.map { "  " + $0 }).joined(separator: "\n")
         gateway = try TestGateway(redisURL: redisURL,
                                   tenants: ["psso.yaml": TestGateway.tenantYAML(teamID: teamID, tier: tier, extra: sso + "\n" + tenantExtra)],
-                                  gatewayYAML: gatewayYAML, time: time)
+                                  gatewayYAML: gatewayYAML, redisTimeout: redisTimeout, time: time)
         // A cluster or Sentinel deployment connects after `serving`, each worker on its own: a
         // call sent before its worker's store answers is a 503 (seen on a loaded machine), not
         // what these tests are about. Each /readyz lands on some worker; six in a row pass
-        // once every worker is connected.
-        _ = try? eventually { try (0..<6).allSatisfy { _ in try self.gateway.send("GET", "/readyz").status == 200 } }
+        // once every worker is connected (an instrumented build connects later).
+        _ = try? eventually(TestBuild.sanitizer == nil ? 5 : 20) { try (0..<6).allSatisfy { _ in try self.gateway.send("GET", "/readyz").status == 200 } }
     }
 
     func stop() { gateway.stop() }

@@ -1,0 +1,45 @@
+import Foundation
+
+/// What kind of build the suite runs on: `scripts/test --sanitize=<name>` exports
+/// `AG_TEST_SANITIZER=<name>` (`address` or `thread`); a normal run has none.
+///
+/// Only two things may depend on it, both stated where used: how long a test waits for an
+/// outcome that a slower build reaches later (never whether it is reached), and what a
+/// process-memory figure is compared with, because a sanitizer's own bookkeeping (ASan's
+/// quarantine and shadow, TSan's shadow) is resident memory too.
+public enum TestBuild {
+    /// `address`, `thread`, or `nil` on a normal build.
+    public static let sanitizer: String? = {
+        let value = ProcessInfo.processInfo.environment["AG_TEST_SANITIZER"] ?? ""
+        return value.isEmpty ? nil : value
+    }()
+
+    /// `window` on a normal build, `window * factor` under a sanitizer (instrumented code runs
+    /// several times slower, more so on the loaded 2-core machine).
+    public static func waitWindow(_ window: Duration, sanitizerFactor factor: Int = 4) -> Duration {
+        sanitizer == nil ? window : window * factor
+    }
+
+    /// Resident memory a sanitizer adds on top of a bounded process's own growth, measured
+    /// (docs/security.md, "Fuzzing and sanitizer runs"): 0 on a normal build. Under ASan the
+    /// measured child runs with a 1 MiB quarantine (`memoryMeasurementEnvironment`) and the
+    /// rest is shadow memory and the allocator's per-size-class regions (measured growth of
+    /// the pipelining gateway: 9–12 MB). TSan keeps shadow memory for every word the process
+    /// touched; its figure is an estimate, not yet measured (no TSan run reached these tests).
+    public static var residentAllowance: Int {
+        switch sanitizer {
+        case "address": 16 << 20
+        case "thread": 32 << 20
+        default: 0
+        }
+    }
+
+    /// Extra environment for a child process whose resident memory a test compares with a
+    /// bound: under ASan a 1 MiB quarantine (the default, 256 MiB, keeps that much freed memory
+    /// resident by design). Empty on other builds; other children keep the full quarantine.
+    public static var memoryMeasurementEnvironment: [String: String] {
+        guard sanitizer == "address" else { return [:] }
+        let inherited = ProcessInfo.processInfo.environment["ASAN_OPTIONS"].map { $0 + " " } ?? ""
+        return ["ASAN_OPTIONS": inherited + "quarantine_size_mb=1 thread_local_quarantine_size_kb=64"]
+    }
+}
