@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import AGCrypto
 import AGConfig
 import AGPolicy
 import AGEventLoop
@@ -96,6 +97,7 @@ public final class Gateway: Sendable {
                 loop.register(worker)
                 ready.leave()
                 withExtendedLifetime(worker) { loop.run() }
+                CryptoThread.releaseState()
                 group.leave()
             }
             thread.name = "attestgate-worker-\(index)"
@@ -107,6 +109,7 @@ public final class Gateway: Sendable {
         let group = stopped
         let controlThread = Thread {
             control.run()
+            CryptoThread.releaseState()
             group.leave()
         }
         controlThread.name = "attestgate-control"
