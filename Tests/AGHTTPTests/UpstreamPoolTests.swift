@@ -11,7 +11,7 @@ import Testing
 /// End-to-end tests of `UpstreamPool.forward`: a raw-socket client → a gateway `HTTPServer`
 /// forwarding through the pool → a real upstream (an `HTTPServer` on another loop, or a
 /// scripted raw-socket server). Serialized because two tests bound the process's RSS.
-@Suite(.serialized) struct UpstreamPoolTests {
+@Suite(.serialized, .onOwnThreads) struct UpstreamPoolTests {
     static let megabyte = 1024 * 1024
 
     // MARK: Pass-through
