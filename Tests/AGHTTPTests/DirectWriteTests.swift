@@ -1,4 +1,5 @@
 import AGDevTools
+import AGTestSupport
 import Foundation
 import Synchronization
 @testable import AGHTTP
@@ -21,6 +22,9 @@ import Testing
             let response = try #require(client.exchange("GET", "/x"))
             #expect(response.status == 200 && response.text == "ok")
         }
+        // The third answer can reach the client before the handler, on the loop thread,
+        // records what respond left queued.
+        #expect(eventually { unsent.values.withLock { $0.count } == 3 })
         #expect(unsent.values.withLock { $0 } == [0, 0, 0], "nothing left queued once respond returned")
     }
 

@@ -10,8 +10,10 @@ import Testing
 
 /// End-to-end tests of `UpstreamPool.forward`: a raw-socket client → a gateway `HTTPServer`
 /// forwarding through the pool → a real upstream (an `HTTPServer` on another loop, or a
-/// scripted raw-socket server). Serialized because two tests bound the process's RSS.
-@Suite(.serialized) struct UpstreamPoolTests {
+/// scripted raw-socket server). Serialized because two tests bound the process's RSS; those two
+/// also run with no other case on its own threads beside them (ConfigKeyEffects' 64 MiB answer,
+/// for one, would show in the RSS).
+@Suite(.serialized, .onOwnThreads) struct UpstreamPoolTests {
     static let megabyte = 1024 * 1024
 
     // MARK: Pass-through
@@ -176,7 +178,7 @@ import Testing
     /// 48 MB through a proxy whose RSS may grow by far less than that: a proxy that buffered
     /// the body would grow by at least its size. (The end-to-end suite repeats it through the
     /// real binary, whose RSS no other test shares.)
-    @Test func largeUploadStreamsWithBoundedMemory() throws {
+    @Test(.onOwnThreads(exclusive: true)) func largeUploadStreamsWithBoundedMemory() throws {
         let total = 48 * Self.megabyte
         let result = Mutex<PatternChecker?>(nil)
         let upstream = try ScriptedUpstream { connection, _ in
@@ -212,7 +214,7 @@ import Testing
         #expect(peak - baseline < 32 * Self.megabyte, "RSS grew by \((peak - baseline) / Self.megabyte) MB")
     }
 
-    @Test func largeDownloadStreamsWithBoundedMemory() throws {
+    @Test(.onOwnThreads(exclusive: true)) func largeDownloadStreamsWithBoundedMemory() throws {
         let total = 48 * Self.megabyte
         let upstream = try ScriptedUpstream { connection, _ in
             guard ScriptedUpstream.readRequest(connection) != nil else { return }

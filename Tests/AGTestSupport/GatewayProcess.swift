@@ -50,12 +50,14 @@ public final class GatewayProcess: Sendable {
         var adminPort = 0
         _ = eventually(10) {
             let log = output.text.withLock { $0 }
-            // The "attestgate serving" line, in JSON or (log.format: text) as key=value.
+            // The "attestgate serving" line, in JSON or (log.format: text) as key=value (a text
+            // line's admin port unread made every text-format start wait out the whole 10 s).
             if let range = log.range(of: #""listen":"127.0.0.1:(\d+)""#, options: .regularExpression)
                 ?? log.range(of: #"listen=127\.0\.0\.1:(\d+) "#, options: .regularExpression) {
                 port = Int(log[range].split(separator: ":").last!.dropLast()) ?? 0
             }
-            if let range = log.range(of: #""admin":"127.0.0.1:(\d+)""#, options: .regularExpression) {
+            if let range = log.range(of: #""admin":"127.0.0.1:(\d+)""#, options: .regularExpression)
+                ?? log.range(of: #"admin=127\.0\.0\.1:(\d+) "#, options: .regularExpression) {
                 adminPort = Int(log[range].split(separator: ":").last!.dropLast()) ?? 0
             }
             return port > 0 && adminPort > 0

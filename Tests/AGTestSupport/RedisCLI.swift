@@ -34,6 +34,11 @@ public func spawnProgram(_ path: String, _ arguments: [String], outputPath: Stri
     } else {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
     }
+    // Nothing else of the test process's: an in-process gateway's accepted sockets are not
+    // close-on-exec, and a child holding one (a daemonized redis-server lives on) keeps the
+    // connection open after the gateway closed it, so a test waiting for the close waits out
+    // its timeout.
+    _ = addCloseFrom(&actions, 3)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -66,3 +71,12 @@ public enum RedisCLI {
         return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
+/// module does not declare.
+private let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+        fatalError("glibc 2.34 or later needed: posix_spawn_file_actions_addclosefrom_np not found")
+    }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+}()

@@ -12,7 +12,7 @@ import Testing
 /// no challenge is accepted twice, no device counter moves backwards and no revoked token is
 /// proxied. `redis.wait_replicas: 1` makes every accepted refresh survive the failover
 /// (`AG_FAULT_WAIT_REPLICAS=0` runs the same scenario without it, to measure the window).
-@Suite(.serialized) struct ClusterFailoverTests {
+@Suite(.serialized, .onOwnThreads) struct ClusterFailoverTests {
     @Test func aKilledPrimaryUnderRefreshLoadIsFollowedWithoutARestart() async throws {
         let cluster = try await RedisCluster.start(nodeTimeout: 1000)
         let waitReplicas = Int(ProcessInfo.processInfo.environment["AG_FAULT_WAIT_REPLICAS"] ?? "") ?? 1

@@ -6,7 +6,7 @@ import Testing
 
 /// The refresh endpoint with assertions made by physical iOS devices.
 /// Serialized: the vectors share App IDs, so these tests share Redis keys.
-@Suite("refresh with real device assertions", .serialized)
+@Suite("refresh with real device assertions", .serialized, .onOwnThreads)
 struct RefreshRealDeviceTests {
     let vectors: [RealAssertionVector]
 

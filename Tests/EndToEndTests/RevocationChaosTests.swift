@@ -9,7 +9,7 @@ import Testing
 /// Not one revoked token may reach the upstream once the promised bound has passed (one lease
 /// lifetime, 1 s, on the instances' shared controlled clock); nor one whose record is gone, nor
 /// one that cannot be checked while Redis is down.
-@Suite(.serialized) struct RevocationChaosTests {
+@Suite(.serialized, .onOwnThreads) struct RevocationChaosTests {
     @Test func noRevokedTokenIsProxiedThroughKillsAndFreezesOnThreeInstances() throws {
         let server = try blockingStart()
         let url = "redis://127.0.0.1:\(server.port)/0"

@@ -7,7 +7,7 @@ import Testing
 /// (`ConfigKeyEffects`) is held to the documentation both ways: a key documented without a
 /// check, or checked without being documented, fails here. Serialized: several checks time
 /// their answers, and a crowded machine would blur them.
-@Suite("configuration keys: each has its effect or is refused", .serialized)
+@Suite("configuration keys: each has its effect or is refused", .serialized, .onOwnThreads)
 struct ConfigKeyEffectTests {
     @Test func theTableCoversExactlyTheDocumentedKeys() throws {
         let documented = try ConfigKeyCatalog.documented()

@@ -29,28 +29,44 @@ extension ConfigKeyEffects {
                 #expect(try gateway.send("POST", "/psso/nonce", headers: [], body: body).status == 404)
             },
             KeyEffect(key: "tenant:platform_sso.client_id", observed: "PlatformSSOVerificationTableTests: another client_id or iss is 400") {
-                try PlatformSSOVerificationTableTests().everyCheckHasItsStatusAndCode()
+                try await shared("PlatformSSOVerificationTableTests.everyCheckHasItsStatusAndCode") {
+                    try PlatformSSOVerificationTableTests().everyCheckHasItsStatusAndCode()
+                }
             },
             KeyEffect(key: "tenant:platform_sso.audience", observed: "PlatformSSOVerificationTableTests: aud must be one of the list") {
-                try PlatformSSOVerificationTableTests().everyCheckHasItsStatusAndCode()
+                try await shared("PlatformSSOVerificationTableTests.everyCheckHasItsStatusAndCode") {
+                    try PlatformSSOVerificationTableTests().everyCheckHasItsStatusAndCode()
+                }
             },
             KeyEffect(key: "tenant:platform_sso.issuer", observed: "PlatformSSOSettingsTests: the id_token's iss") {
-                try PlatformSSOSettingsTests().nonceClaimNameIssuerClockSkewAndIdTokenLifetime()
+                try await shared("PlatformSSOSettingsTests.nonceClaimNameIssuerClockSkewAndIdTokenLifetime") {
+                    try PlatformSSOSettingsTests().nonceClaimNameIssuerClockSkewAndIdTokenLifetime()
+                }
             },
             KeyEffect(key: "tenant:platform_sso.id_token_ttl", observed: "PlatformSSOSettingsTests: expires_in and exp") {
-                try PlatformSSOSettingsTests().nonceClaimNameIssuerClockSkewAndIdTokenLifetime()
+                try await shared("PlatformSSOSettingsTests.nonceClaimNameIssuerClockSkewAndIdTokenLifetime") {
+                    try PlatformSSOSettingsTests().nonceClaimNameIssuerClockSkewAndIdTokenLifetime()
+                }
             },
             KeyEffect(key: "tenant:platform_sso.nonce_claim_name", observed: "PlatformSSOSettingsTests: the nonce read from that claim") {
-                try PlatformSSOSettingsTests().nonceClaimNameIssuerClockSkewAndIdTokenLifetime()
+                try await shared("PlatformSSOSettingsTests.nonceClaimNameIssuerClockSkewAndIdTokenLifetime") {
+                    try PlatformSSOSettingsTests().nonceClaimNameIssuerClockSkewAndIdTokenLifetime()
+                }
             },
             KeyEffect(key: "tenant:platform_sso.clock_skew", observed: "PlatformSSOSettingsTests: iat/exp tolerance") {
-                try PlatformSSOSettingsTests().nonceClaimNameIssuerClockSkewAndIdTokenLifetime()
+                try await shared("PlatformSSOSettingsTests.nonceClaimNameIssuerClockSkewAndIdTokenLifetime") {
+                    try PlatformSSOSettingsTests().nonceClaimNameIssuerClockSkewAndIdTokenLifetime()
+                }
             },
             KeyEffect(key: "tenant:platform_sso.refresh_token_ttl", observed: "PlatformSSOFamilyTests: a family ends at its absolute lifetime") {
-                try PlatformSSOFamilyTests().familiesExpireWhenIdleAndAtTheirAbsoluteLifetime()
+                try await shared("PlatformSSOFamilyTests.familiesExpireWhenIdleAndAtTheirAbsoluteLifetime") {
+                    try PlatformSSOFamilyTests().familiesExpireWhenIdleAndAtTheirAbsoluteLifetime()
+                }
             },
             KeyEffect(key: "tenant:platform_sso.refresh_token_idle", observed: "PlatformSSOFamilyTests: a family unused that long ends") {
-                try PlatformSSOFamilyTests().familiesExpireWhenIdleAndAtTheirAbsoluteLifetime()
+                try await shared("PlatformSSOFamilyTests.familiesExpireWhenIdleAndAtTheirAbsoluteLifetime") {
+                    try PlatformSSOFamilyTests().familiesExpireWhenIdleAndAtTheirAbsoluteLifetime()
+                }
             },
             KeyEffect(key: "tenant:platform_sso.reuse_grace", observed: "PlatformSSOFamilyTests: the grace window ends after reuse_grace") {
                 try PlatformSSOFamilyTests().theGraceWindowEndsAfterReuseGrace()

@@ -62,8 +62,12 @@ extension ConfigKeyEffects {
             let probe = try KeyProbe()
             #expect(try probe.proxied("/public/hello", token: nil).status == 200)
             #expect(probe.upstream.records.last?.target == "/base/public/hello")
-            try await UpstreamHostNameEndToEndTests().aHostNameIsResolvedByTheConfiguredNameServerAndProxied()
-            try await UpstreamTLSEndToEndTests().anHTTPSUpstreamIsVerifiedAgainstUpstreamCAAndItsConnectionsPooled()
+            try await shared("UpstreamHostNameEndToEndTests.aHostNameIsResolvedByTheConfiguredNameServerAndProxied") {
+                try await UpstreamHostNameEndToEndTests().aHostNameIsResolvedByTheConfiguredNameServerAndProxied()
+            }
+            try await shared("UpstreamTLSEndToEndTests.anHTTPSUpstreamIsVerifiedAgainstUpstreamCAAndItsConnectionsPooled") {
+                try await UpstreamTLSEndToEndTests().anHTTPSUpstreamIsVerifiedAgainstUpstreamCAAndItsConnectionsPooled()
+            }
         },
         KeyEffect(key: "tenant:routes[].prefix", observed: "a path under a prefix is proxied, another is 404") {
             let probe = try KeyProbe()

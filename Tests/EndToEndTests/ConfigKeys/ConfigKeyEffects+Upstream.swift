@@ -10,7 +10,9 @@ extension ConfigKeyEffects {
         [
             KeyEffect(key: "gateway:resolver.nameservers",
                       observed: "UpstreamHostNameEndToEndTests: a name only that server knows is proxied; a reload keeps the old servers") {
-                try await UpstreamHostNameEndToEndTests().aHostNameIsResolvedByTheConfiguredNameServerAndProxied()
+                try await shared("UpstreamHostNameEndToEndTests.aHostNameIsResolvedByTheConfiguredNameServerAndProxied") {
+                    try await UpstreamHostNameEndToEndTests().aHostNameIsResolvedByTheConfiguredNameServerAndProxied()
+                }
                 try await UpstreamHostNameEndToEndTests().theResolverIsRestartOnly()
             },
             KeyEffect(key: "gateway:resolver.timeout",
@@ -19,7 +21,9 @@ extension ConfigKeyEffects {
             },
             KeyEffect(key: "tenant:upstream_ca",
                       observed: "UpstreamTLSEndToEndTests: with it a test CA's certificate is accepted, without it refused (502)") {
-                try await UpstreamTLSEndToEndTests().anHTTPSUpstreamIsVerifiedAgainstUpstreamCAAndItsConnectionsPooled()
+                try await shared("UpstreamTLSEndToEndTests.anHTTPSUpstreamIsVerifiedAgainstUpstreamCAAndItsConnectionsPooled") {
+                    try await UpstreamTLSEndToEndTests().anHTTPSUpstreamIsVerifiedAgainstUpstreamCAAndItsConnectionsPooled()
+                }
                 try await UpstreamTLSEndToEndTests().withoutUpstreamCATheSystemStoreDecidesAndRefusesATestCA()
             },
         ]

@@ -1,5 +1,6 @@
 import AGTestSupport
 import Foundation
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -43,4 +44,22 @@ enum ConfigKeyEffects {
         probe.gateway.stop()
         return (probe, try GatewayProcess(configPath: probe.gateway.directory + "/gateway.yaml"))
     }
+
+    /// Runs the delegated check `name` once for every key observed through it: the first key
+    /// to need it runs it (its expectations are recorded against that key's case), later keys
+    /// get the same outcome, a throw included, instead of running it again.
+    static func shared(_ name: String, _ body: () async throws -> Void) async throws {
+        if let known = sharedOutcomes.withLock({ $0[name] }) { return try known.get() }
+        let outcome: Result<Void, any Error>
+        do {
+            try await body()
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        sharedOutcomes.withLock { $0[name] = outcome }
+        try outcome.get()
+    }
+
+    private static let sharedOutcomes = Mutex<[String: Result<Void, any Error>]>([:])
 }
