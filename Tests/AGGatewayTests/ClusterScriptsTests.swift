@@ -20,6 +20,7 @@ import Testing
         ("device standing", AdmissionScripts.deviceStanding), ("prepare refresh", DeviceScripts.prepareRefresh),
         ("commit refresh", DeviceScripts.commitRefresh), ("prepare attestation", DeviceScripts.prepareAttestation),
         ("commit attestation", DeviceScripts.commitAttestation), ("issue challenge", DeviceScripts.issueChallenge),
+        ("take and issue challenge", DeviceScripts.takeAndIssueChallenge), ("withdraw challenge", DeviceScripts.withdrawChallenge),
         ("revoke", DeviceScripts.revoke), ("import key", DeviceScripts.importKey), ("read tiers", TierStore.readScript),
         ("set tenant tier", TierStore.setTenantTierScript), ("clear tenant tier", TierStore.clearTenantTierScript),
         ("set tier", TierStore.setTierScript), ("api lease", RateLimitScript.lease),
@@ -66,9 +67,31 @@ import Testing
                     await loop.await { _, done in body(done) }
                 }
                 let keyID = Base64.encode([UInt8](repeating: UInt8.random(in: 0...255), count: 32))
-                // Challenges, then an attestation (prepare + commit) spending the first.
-                let first = try await run { done in parts.value.challenges.issue(tenant: tenant, ttl: .seconds(60)) { done($0) } }.get()
-                let second = try await run { done in parts.value.challenges.issue(tenant: tenant, ttl: .seconds(60)) { done($0) } }.get()
+                // Challenges with their two-slot buckets (tenant, client IP), then an attestation
+                // (prepare + commit) spending the first. The third is refused by the IP bucket:
+                // the tenant token it took is given back and its challenge deleted.
+                let clientIP = IPAddress("198.51.100.\(Int.random(in: 1...254))")!
+                // (A bucket of its own under the tenant's tag: the two-slot check below counts
+                // the tenant's `challenge` bucket. A limit of 3 keeps it alive in Redis for tens
+                // of seconds of real time: its expiry is real time, the test's clock stands still.)
+                let tenantChallenges = BucketCheck(key: tenant.keyPrefix + "rl:challenge-store-test", limitPerMinute: 3, name: "challenge")
+                let challengeBuckets = [tenantChallenges, BucketCheck.ip(clientIP, .challenge, limitPerMinute: 2)]
+                @Sendable func issue() async throws -> (RateLimitOutcome, IssuedChallenge?) {
+                    try await run { done in parts.value.challenges.issue(tenant: tenant, ttl: .seconds(60), buckets: challengeBuckets) { done($0) } }.get()
+                }
+                let first = try #require(try await issue().1)
+                let second = try #require(try await issue().1)
+                let third = try await issue()
+                guard case .limited(let refusing) = third.0, third.1 == nil else { Issue.record("third challenge: \(third)"); return }
+                #expect(refusing.check.name == "ip-challenge")
+                #expect(await eventually(30) {
+                    let remaining = await run { done in parts.value.redis.send(["HGET", tenantChallenges.key, "tokens"]) { done($0) } }
+                    let keys = await run { done in parts.value.redis.send(["EXISTS", RedisDeviceStore.challengeKey(tenant, first.challenge)]) { done($0) } }
+                    // Two of the three tokens taken and kept (the third's refunded), the first
+                    // challenge still stored.
+                    return remaining.map { $0.string.flatMap(Int64.init).map { $0 / TokenBucket.unitsPerToken } } == .success(1)
+                        && keys.map(\.int) == .success(1)
+                }, "the refused request's tenant token is refunded")
                 let prepared = try await run { done in
                     parts.value.devices.prepareAttestation(AttestationPreparation(
                         tenant: tenant, keyID: keyID, challenge: first.challenge, challengeTTL: .seconds(60),

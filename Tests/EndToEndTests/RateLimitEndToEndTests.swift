@@ -65,6 +65,33 @@ struct RateLimitEndToEndTests {
         #expect(refresh.code == "bad_request")
     }
 
+    /// The challenge's tenant bucket is taken inside its issuing script, the IP bucket beside
+    /// it: a challenge the IP bucket refuses gives the tenant its token back and leaves no
+    /// challenge stored. Own Redis (IP buckets), and a clock that stands still (no refill).
+    @Test func anIPRefusedChallengeTakesNoTenantTokenAndStoresNothing() async throws {
+        try await RedisServer.withPrivate { redis in
+            let gateway = try TestGateway(redisURL: "redis://127.0.0.1:\(redis.port)/0",
+                                          tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, tier: "five")], gatewayYAML: """
+                tiers:
+                  five: { attest: 5, challenge: 5, api: 5, mad_limit: 10 }
+                ip_limits:
+                  challenge: 2
+                  validate: 2
+                """, time: ManualTime(microseconds: 1_800_000_000_000_000))
+            defer { gateway.stop() }
+            let responses = try (0..<3).map { _ in try gateway.send("GET", "/api/v1/attestation/challenge", headers: headers) }
+            #expect(responses.map(\.status) == [200, 200, 429])
+            #expect(responses[2].code == "rate_limited")
+            #expect(responses[2].header("X-RateLimit-Limit") == "2", "the IP bucket refused")
+            #expect(responses[2].header("Retry-After") == "30")
+            #expect(responses[1].header("X-RateLimit-Remaining") == "0", "the tightest bucket's count: the IP's")
+            let tokens = { try RedisCLI.run(gateway.redisURL, "HGET", "ag:{\(appID)}:rl:challenge", "tokens") }
+            // 5 tokens, 2 kept by the issued challenges: 3 × 60,000,000 units.
+            #expect(try eventually { try tokens() == "180000000" }, "tenant units: \((try? tokens()) ?? "?")")
+            #expect(try challengeKeys(gateway) == 2, "the refused request's challenge was withdrawn")
+        }
+    }
+
     /// A well-formed refresh for `challenge` from a made-up device.
     func refreshBody(challenge: String) -> [UInt8] {
         let hash = Data(SHA256.hash(Array(challenge.utf8))).base64EncodedString()

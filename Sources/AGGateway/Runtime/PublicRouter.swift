@@ -18,7 +18,7 @@ struct PublicRouter {
         case "/api/v1/attestation/challenge":
             context.route = "challenge"
             guard allow(context, "GET"), let tenant = context.resolveTenant() else { return }
-            context.rateLimit(.challenge, tenant: tenant) { ChallengeHandler.handle(context, tenant: tenant) }
+            ChallengeHandler.handle(context, tenant: tenant)
         case "/api/v1/attestation/validate":
             context.route = "validate"
             guard allow(context, "POST"), let tenant = context.resolveTenant() else { return }

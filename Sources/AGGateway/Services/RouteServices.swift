@@ -128,7 +128,11 @@ enum DeviceAdmission: Equatable {
 
 /// Issues single-use challenges.
 protocol ChallengeIssuer: AnyObject {
-    func issue(tenant: Tenant, ttl: Duration, completion: @escaping (Result<IssuedChallenge, StoreFailure>) -> Void)
+    /// Takes a token from every bucket of `buckets` (all or none) and, when each had one,
+    /// issues a challenge valid for `ttl`: the outcome for the rate-limit headers and 429,
+    /// and the challenge exactly when the outcome is `.allowed`. A failure is a 503.
+    func issue(tenant: Tenant, ttl: Duration, buckets: [BucketCheck],
+               completion: @escaping (Result<(RateLimitOutcome, IssuedChallenge?), StoreFailure>) -> Void)
 }
 
 /// A challenge and the time it was issued (Unix ms).

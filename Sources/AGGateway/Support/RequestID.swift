@@ -1,3 +1,4 @@
+import AGCrypto
 
 /// Request identifiers: the client's own when it sent a sane one, else a fresh random UUID.
 public enum RequestID {
@@ -30,9 +31,10 @@ public enum RequestID {
         return newUUID(using: &generator)
     }
 
-    /// A version 4 UUID, lower-case, from the system CSPRNG.
+    /// A version 4 UUID, lower-case, from OpenSSL's CSPRNG (a token's `jti`): one `RAND_bytes`
+    /// for its 16 bytes instead of two getrandom system calls.
     public static func newUUID() -> String {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandomWords()
         return newUUID(using: &generator)
     }
 
@@ -80,5 +82,19 @@ struct RequestIDGenerator: RandomNumberGenerator {
 
     private func rotate(_ x: UInt64, _ k: UInt64) -> UInt64 {
         (x << k) | (x >> (64 - k))
+    }
+}
+
+/// 64-bit words from `SecureRandom` (OpenSSL's DRBG, seeded by the system), drawn 16 bytes at
+/// a time: a UUID's worth per call.
+struct SecureRandomWords: RandomNumberGenerator {
+    private var bytes: [UInt8] = []
+
+    mutating func next() -> UInt64 {
+        if bytes.isEmpty { bytes = SecureRandom.bytes(count: 16) }
+        var word: UInt64 = 0
+        for byte in bytes.suffix(8) { word = word << 8 | UInt64(byte) }
+        bytes.removeLast(8)
+        return word
     }
 }

@@ -11,25 +11,35 @@ public enum AdmissionScripts {
     /// KEYS: the bucket. ARGV: now (Unix µs), its limit per minute. Refills to now exactly as
     /// `take_buckets` does, then adds one token, capped at the capacity. A bucket that has
     /// expired meanwhile reads as full anyway and is left alone. Reply: 1 refunded, 0 not.
-    public static let refund = RedisScript(LuaFragments.now + """
-        local COST = \(TokenBucket.unitsPerToken)
-        local limit = tonumber(ARGV[2])
-        local cap = limit * COST
-        local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
-        local u, ts = tonumber(state[1]), tonumber(state[2])
-        if u == nil or ts == nil then return 0 end
-        if u < 0 then u = 0 end
-        local elapsed = now_us - ts
-        if elapsed < 0 then elapsed = 0 end
-        if elapsed > COST then elapsed = COST end
-        u = math.min(cap, u + elapsed * limit)
-        if now_us > ts then ts = now_us end
-        u = math.min(cap, u + COST)
-        local toFull = math.ceil((cap - u) / limit)
-        redis.call('HSET', KEYS[1], 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts))
-        redis.call('PEXPIRE', KEYS[1], math.ceil(toFull / 1000) + 1000)
-        return 1
+    public static let refund = RedisScript(LuaFragments.now + refundFunction + """
+        return refund_bucket(KEYS[1], ARGV[2], now_us)
         """)
+
+    /// Defines the Lua function `refund_bucket(key, limit, now_us)` of `refund`, so a script
+    /// that withdraws more than a token (`DeviceScripts.withdrawChallenge`) gives it back the
+    /// same way. Returns 1 refunded, 0 not (the bucket expired and reads as full anyway).
+    public static let refundFunction = """
+        local function refund_bucket(key, limit_arg, now_us)
+          local COST = \(TokenBucket.unitsPerToken)
+          local limit = tonumber(limit_arg)
+          local cap = limit * COST
+          local state = redis.call('HMGET', key, 'tokens', 'ts')
+          local u, ts = tonumber(state[1]), tonumber(state[2])
+          if u == nil or ts == nil then return 0 end
+          if u < 0 then u = 0 end
+          local elapsed = now_us - ts
+          if elapsed < 0 then elapsed = 0 end
+          if elapsed > COST then elapsed = COST end
+          u = math.min(cap, u + elapsed * limit)
+          if now_us > ts then ts = now_us end
+          u = math.min(cap, u + COST)
+          local toFull = math.ceil((cap - u) / limit)
+          redis.call('HSET', key, 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts))
+          redis.call('PEXPIRE', key, math.ceil(toFull / 1000) + 1000)
+          return 1
+        end
+
+        """
 
     /// A proxied token's device record and the tenant's device epoch, read in one step (both
     /// keys carry the tenant's hash tag): a worker that found the record in good standing at

@@ -108,6 +108,37 @@ public enum DeviceScripts {
         return now
         """)
 
+    /// `GET …/challenge` in one round trip for its tenant: takes a token from each bucket in the
+    /// challenge's slot (the tenant `challenge` bucket; `RateLimitScript`'s maths, all or
+    /// none), and only when they all had one stores the challenge as `issueChallenge` does. A
+    /// refused request writes nothing. Buckets of other slots (the client IP's) are taken by
+    /// their own call beside it; when one of those refuses, `withdrawChallenge` undoes this.
+    ///
+    /// KEYS: challenge, then the buckets. ARGV: now, keep ms (twice the ttl), then each
+    /// bucket's limit per minute. Reply: `{bucket reply (see RateLimitScript), issued}` where
+    /// issued is the issue time (ms), 0 when a bucket refused, -1 on a collision.
+    public static let takeAndIssueChallenge = RedisScript(LuaFragments.now + RateLimitScript.takeFunction + """
+        local buckets = {}
+        for i = 2, #KEYS do buckets[i - 1] = KEYS[i] end
+        local bucket = take_buckets(now_us, buckets, ARGV, 3)
+        if bucket[1] ~= 1 then return {bucket, 0} end
+        local ok = redis.call('SET', KEYS[1], now, 'PX', ARGV[2], 'NX')
+        if not ok then return {bucket, -1} end
+        return {bucket, now}
+        """)
+
+    /// Undoes `takeAndIssueChallenge` for a request that another slot's bucket refused (or that
+    /// could not be decided): the challenge, never handed out, is deleted and each bucket gets
+    /// its token back (`AdmissionScripts.refund_bucket`).
+    ///
+    /// KEYS: challenge, then the buckets. ARGV: now, then each bucket's limit per minute.
+    /// Reply: 1.
+    public static let withdrawChallenge = RedisScript(LuaFragments.now + AdmissionScripts.refundFunction + """
+        redis.call('DEL', KEYS[1])
+        for i = 2, #KEYS do refund_bucket(KEYS[i], ARGV[i], now_us) end
+        return 1
+        """)
+
     /// Marks a device revoked and bumps the tenant's device epoch in the same step: from the
     /// next request on refresh answers 403, and every worker reads the record of each cached
     /// token again at its next lease (within `LeaseSizing.lifetimeMicroseconds`) and refuses

@@ -89,13 +89,27 @@ final class FakeDevices: DeviceRecords, DeviceAdministration {
     }
 }
 
+/// Takes the buckets from in-process token buckets on the harness clock (all or none, like
+/// the Redis store), then answers `reply` when they all had a token.
 final class FakeChallenges: ChallengeIssuer {
+    let buckets: LocalBuckets
     var reply: Result<IssuedChallenge, StoreFailure> = .success(IssuedChallenge(challenge: "c", issuedAtMilliseconds: 0))
     private(set) var issued = 0
+    private(set) var checked: [[BucketCheck]] = []
 
-    func issue(tenant: Tenant, ttl: Duration, completion: @escaping (Result<IssuedChallenge, StoreFailure>) -> Void) {
+    init(time: any TimeSource) {
+        buckets = LocalBuckets(time: time)
+    }
+
+    func issue(tenant: Tenant, ttl: Duration, buckets checks: [BucketCheck],
+               completion: @escaping (Result<(RateLimitOutcome, IssuedChallenge?), StoreFailure>) -> Void) {
+        checked.append(checks)
+        if case .failure(let failure) = reply { return completion(.failure(failure)) }
+        let (allowed, decisions) = buckets.take(checks)
+        let outcome = RateLimitOutcome.combining(checks, allowed: allowed, decisions)
+        guard allowed, case .success(let challenge) = reply else { return completion(.success((outcome, nil))) }
         issued += 1
-        completion(reply)
+        completion(.success((outcome, challenge)))
     }
 }
 

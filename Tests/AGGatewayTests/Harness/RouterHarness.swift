@@ -23,7 +23,7 @@ final class RouterHarness {
     let snapshot: GatewaySnapshot
     let time = ManualTime(microseconds: 1_800_000_000_000_000)
     let devices = FakeDevices()
-    let challenges = FakeChallenges()
+    let challenges: FakeChallenges
     let platformSSO = FakePlatformSSO()
     let limiter: FakeLimiter
     let tiers = FakeTiers()
@@ -44,6 +44,7 @@ final class RouterHarness {
         let loaded = try ConfigLoader.load(path: config.gatewayPath)
         snapshot = try GatewaySnapshot(config: loaded, generation: 1, adminToken: config.adminToken)
         limiter = FakeLimiter(time: time)
+        challenges = FakeChallenges(time: time)
         services = RouteServices(
             snapshots: FixedSnapshot(snapshot: snapshot), time: time, devices: devices, deviceAdmin: devices,
             challenges: challenges, platformSSO: platformSSO, limiter: limiter, tiers: tiers, revocations: revocations, forwarder: forwarder,
