@@ -23,18 +23,16 @@ final class RedisChallengeStore: ChallengeIssuer {
     /// A new random challenge: 32 bytes from OpenSSL's CSPRNG (one call, no system call per
     /// word), hex-encoded.
     static func newChallenge() -> String {
-        let hex: StaticString = "0123456789abcdef"
-        let random = SecureRandom.bytes(count: 32)
-        return String(unsafeUninitializedCapacity: 64) { out in
-            hex.withUTF8Buffer { digits in
-                for (index, byte) in random.enumerated() {
-                    out[2 * index] = digits[Int(byte >> 4)]
-                    out[2 * index + 1] = digits[Int(byte & 0xF)]
-                }
-            }
-            return 64
+        var out = [UInt8]()
+        out.reserveCapacity(64)
+        for byte in SecureRandom.bytes(count: 32) {
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0xF)])
         }
+        return String(decoding: out, as: UTF8.self)
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     func issue(tenant: Tenant, ttl: Duration, buckets: [BucketCheck],
                completion: @escaping (Result<(RateLimitOutcome, IssuedChallenge?), StoreFailure>) -> Void) {

@@ -94,9 +94,10 @@ public final class HTTPServer {
         self.delegate = delegate
         self.tls = tls
         let context = Unmanaged.passUnretained(self).toOpaque()
+        // Accepted sockets are close-on-exec (accept4): a child process never inherits a client.
         listener = evconnlistener_new(loop.base, { _, fd, address, _, context in
             Unmanaged<HTTPServer>.fromOpaque(context!).takeUnretainedValue().accept(fd: fd, address: address, reserved: false)
-        }, context, 0, -1, socket.fileDescriptor)
+        }, context, UInt32(LEV_OPT_CLOSE_ON_EXEC), -1, socket.fileDescriptor)
         precondition(listener != nil, "evconnlistener_new failed")
         // With an error callback libevent neither logs nor retries: `acceptFailed` decides.
         evconnlistener_set_error_cb(listener) { _, context in
