@@ -8,6 +8,8 @@ import Synchronization
 /// process: signals, exit codes, and memory measured apart from the test's own.
 public final class GatewayProcess: Sendable {
     private let process: Process
+    /// stderr's pipe; its reader is let go when the process is (`deinit`).
+    private let errors = Pipe()
     private let output = CapturedOutput()
     public let port: Int
     public let adminPort: Int
@@ -36,7 +38,7 @@ public final class GatewayProcess: Sendable {
             process.executableURL = URL(fileURLWithPath: binary)
             process.arguments = ["serve", "--config", configPath]
         }
-        let errors = Pipe()
+        let errors = self.errors
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         let output = self.output
@@ -64,14 +66,22 @@ public final class GatewayProcess: Sendable {
         }
         guard port > 0 else {
             process.terminate()
+            errors.fileHandleForReading.readabilityHandler = nil
             throw Failure.didNotStart(output.text.withLock { $0 })
         }
         self.port = port
         self.adminPort = adminPort
     }
 
+    /// Kills a gateway still running and reaps it, and lets go of the stderr reader: a pipe
+    /// reader left installed keeps its file handle, the pipe and the `Process` alive for good
+    /// (LeakSanitizer reported every dropped gateway's at the test process's exit).
     deinit {
-        if process.isRunning { process.terminate() }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        errors.fileHandleForReading.readabilityHandler = nil
     }
 
     /// The process id (for /proc).

@@ -42,4 +42,16 @@ public enum TestBuild {
         let inherited = ProcessInfo.processInfo.environment["ASAN_OPTIONS"].map { $0 + " " } ?? ""
         return ["ASAN_OPTIONS": inherited + "quarantine_size_mb=1 thread_local_quarantine_size_kb=64"]
     }
+
+    /// Bytes the sanitizer's allocator holds for live allocations (quarantined frees excluded),
+    /// from `__sanitizer_get_current_allocated_bytes`; nil on a normal build, where the symbol
+    /// does not exist. An in-process memory bound under ASan compares this instead of RSS: the
+    /// test process keeps the full quarantine, whose freed blocks are resident but not live.
+    public static func liveHeapBytes() -> Int? {
+        guard sanitizer != nil, let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__sanitizer_get_current_allocated_bytes") else {
+            return nil
+        }
+        typealias Counter = @convention(c) () -> Int
+        return unsafeBitCast(symbol, to: Counter.self)()
+    }
 }

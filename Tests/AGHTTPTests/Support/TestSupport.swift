@@ -51,8 +51,10 @@ final class LoopThread: @unchecked Sendable {
     }
 }
 
-/// The process's resident set size in bytes, from /proc/self/status.
+/// The process's resident set size in bytes, from /proc/self/status; under a sanitizer the
+/// live heap bytes instead (`TestBuild.liveHeapBytes`: the quarantine is resident, not live).
 func residentBytes() -> Int {
+    if let live = TestBuild.liveHeapBytes() { return live }
     guard let status = try? TestFile.text("/proc/self/status") else { return 0 }
     for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
         let digits = line.filter(\.isNumber)
