@@ -48,18 +48,16 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs the loop on the calling thread until `stop()`; that thread owns the loop from now on.
     ///
-    /// When it returns, the loop lets go of what it kept alive (registered objects, signal
-    /// handlers, work queued too late to run), on its own thread: those objects usually hold
-    /// the loop in turn, and the cycle would otherwise outlive the shutdown (every stopped
-    /// gateway of a test process, and what LeakSanitizer reports at exit).
+    /// When it returns, work queued before the stop took effect has run (still on this thread,
+    /// with everything registered alive: a resolver released while the loop stopped queues its
+    /// `evdns_base_free` that way, and dropping it left the evdns base behind, which
+    /// LeakSanitizer reported at exit), and the loop has let go of what it kept alive
+    /// (registered objects, signal handlers), on its own thread: those objects usually hold the
+    /// loop in turn, and the cycle would otherwise outlive the shutdown.
     public func run() {
         owner.store(UInt(pthread_self()), ordering: .releasing)
         event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
-        let late = pending.withLock { queue -> [@Sendable () -> Void] in
-            defer { queue.removeAll() }
-            return queue
-        }
-        withExtendedLifetime(late) {}
+        drainPending()
         signalHandlers.removeAll()
         attachments.removeAll()
     }
