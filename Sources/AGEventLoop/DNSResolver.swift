@@ -105,7 +105,7 @@ public final class DNSResolver {
             evdns_base_free(base.pointer, 1)
             return
         }
-        loop.execute { evdns_base_free(base.pointer, 1) }
+        loop.executeCleanup { evdns_base_free(base.pointer, 1) }
     }
 
     /// Resolves `host` to one or more addresses, or a `DNSError`.
