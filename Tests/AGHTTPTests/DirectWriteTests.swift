@@ -1,6 +1,6 @@
 import AGDevTools
 import Foundation
-import Synchronization
+import AGSync
 @testable import AGHTTP
 import Testing
 
@@ -41,5 +41,5 @@ import Testing
 
 /// Numbers recorded on the loop thread and read by the test.
 private final class Recorded: Sendable {
-    let values = Mutex<[Int]>([])
+    let values = Locked<[Int]>([])
 }

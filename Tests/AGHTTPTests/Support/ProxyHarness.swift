@@ -1,7 +1,7 @@
 import AGDevTools
 import Foundation
 import AGTestSupport
-import Synchronization
+import AGSync
 @testable import AGHTTP
 
 /// A request as the in-process upstream server saw it.
@@ -22,8 +22,8 @@ final class ProxyHarness: @unchecked Sendable {
     private var server: HTTPServer?
     private var pool: UpstreamPool?
     private let socket: ListeningSocket
-    private let recordedOutcomes = Mutex<[UpstreamOutcome]>([])
-    private let recordedUnsent = Mutex<[Int]>([])
+    private let recordedOutcomes = Locked<[UpstreamOutcome]>([])
+    private let recordedUnsent = Locked<[Int]>([])
 
     var port: Int { socket.port }
     var outcomes: [UpstreamOutcome] { recordedOutcomes.withLock { $0 } }
@@ -102,7 +102,7 @@ final class EchoUpstream: @unchecked Sendable {
     let thread = LoopThread()
     private var server: HTTPServer?
     private let socket: ListeningSocket
-    private let records = Mutex<[RecordedRequest]>([])
+    private let records = Locked<[RecordedRequest]>([])
 
     var port: Int { socket.port }
     var requests: [RecordedRequest] { records.withLock { $0 } }
