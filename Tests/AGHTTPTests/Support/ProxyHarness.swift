@@ -30,7 +30,8 @@ final class ProxyHarness: @unchecked Sendable {
     /// Bytes of each response still queued for the client when its outcome was reported.
     var unsentAtOutcome: [Int] { recordedUnsent.withLock { $0 } }
 
-    init(target: UpstreamTarget, timeouts: UpstreamTimeouts = UpstreamTimeouts(connect: .seconds(2), response: .seconds(10)),
+    init(target: UpstreamTarget, timeouts: UpstreamTimeouts = UpstreamTimeouts(connect: TestBuild.waitWindow(.seconds(2)),
+                                                                   response: TestBuild.waitWindow(.seconds(10))),
          maxBodyBytes: Int = 200 * 1024 * 1024, poolConfiguration: UpstreamPoolConfiguration = UpstreamPoolConfiguration()) throws {
         socket = try ListeningSocket.bind(host: "127.0.0.1", port: 0)
         let socket = self.socket
