@@ -17,11 +17,13 @@ let package = Package(
         .target(name: "CShims", dependencies: ["CEvent", "CHiredis", "COpenSSL"]),
 
         // Wrappers: the only Swift code that touches C, Unsafe* or OpaquePointer.
-        .target(name: "AGEventLoop", dependencies: ["CEvent", "CShims"]),
-        .target(name: "AGCrypto", dependencies: ["COpenSSL", "CShims"]),
+        // AGSync: the package's one lock (on pthread, which ThreadSanitizer understands).
+        .target(name: "AGSync"),
+        .target(name: "AGEventLoop", dependencies: ["AGSync", "CEvent", "CShims"]),
+        .target(name: "AGCrypto", dependencies: ["AGSync", "COpenSSL", "CShims"]),
         .target(name: "AGYAML", dependencies: ["CYAML"]),
         .target(name: "AGRedis", dependencies: ["AGEventLoop", "CHiredis", "CShims"]),
-        .target(name: "AGHTTP", dependencies: ["AGEventLoop", "AGCrypto", "CEvent", "CShims"]),
+        .target(name: "AGHTTP", dependencies: ["AGSync", "AGEventLoop", "AGCrypto", "CEvent", "CShims"]),
 
         // Pure domain code: no sockets, no C, the clock injected.
         .target(name: "AGFormats"),
@@ -32,14 +34,14 @@ let package = Package(
         .target(name: "AGPolicy", dependencies: ["AGConfig", "AGFormats", "AGRedis"]),
 
         // The runtime gateway: workers, routers, handlers, stores, admin API, metrics.
-        .target(name: "AGGateway", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGPlatformSSO", "AGRedis", "AGHTTP", "AGConfig", "AGPolicy"]),
+        .target(name: "AGGateway", dependencies: ["AGSync", "AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGPlatformSSO", "AGRedis", "AGHTTP", "AGConfig", "AGPolicy"]),
 
         // Tools: the test CA and echo upstream (never imported by the serving path), the
         // simulated device and Mac, the fuzz targets (the library is built and replayed by the
         // normal suite; the libFuzzer executable exists only when scripts/fuzz builds with
         // AG_FUZZ=1, see there).
         .target(name: "AGDevTools", dependencies: ["AGCrypto", "AGHTTP", "AGEventLoop", "AGFormats", "COpenSSL"]),
-        .target(name: "AGDevice", dependencies: ["AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevTools", "AGHTTP"]),
+        .target(name: "AGDevice", dependencies: ["AGSync", "AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevTools", "AGHTTP"]),
         .target(name: "AGFuzzTargets", dependencies: ["AGFormats", "AGCrypto", "AGJOSE", "AGAppAttest", "AGPlatformSSO", "AGConfig", "AGHTTP", "AGGateway", "AGDevice", "AGDevTools"]),
 
         // The executables.
@@ -48,23 +50,23 @@ let package = Package(
 
         // Tests: the shared test plumbing, then one target per module in the order above,
         // then the end-to-end tests against real Redis, sockets and the built binaries.
-        .target(name: "AGTestSupport", dependencies: ["AGConfig", "AGPolicy", "AGDevTools", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
+        .target(name: "AGTestSupport", dependencies: ["AGSync", "AGConfig", "AGPolicy", "AGDevTools", "AGHTTP", "AGRedis", "AGGateway", "AGCrypto", "AGFormats", "AGJOSE", "AGDevice"], path: "Tests/AGTestSupport"),
         .testTarget(name: "AGEventLoopTests", dependencies: ["AGEventLoop", "AGTestSupport"]),
-        .testTarget(name: "AGCryptoTests", dependencies: ["AGCrypto", "AGFormats"]),
+        .testTarget(name: "AGCryptoTests", dependencies: ["AGSync", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGYAMLTests", dependencies: ["AGYAML"]),
-        .testTarget(name: "AGRedisTests", dependencies: ["AGRedis", "AGTestSupport"]),
-        .testTarget(name: "AGHTTPTests", dependencies: ["AGHTTP", "AGDevTools", "AGCrypto", "AGEventLoop", "AGTestSupport"]),
+        .testTarget(name: "AGRedisTests", dependencies: ["AGSync", "AGRedis", "AGTestSupport"]),
+        .testTarget(name: "AGHTTPTests", dependencies: ["AGSync", "AGHTTP", "AGDevTools", "AGCrypto", "AGEventLoop", "AGTestSupport"]),
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
         .testTarget(name: "AGJOSETests", dependencies: ["AGJOSE", "AGFormats", "AGCrypto"]),
         .testTarget(name: "AGAppAttestTests", dependencies: ["AGAppAttest", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGPlatformSSOTests", dependencies: ["AGPlatformSSO", "AGJOSE", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGConfigTests", dependencies: ["AGConfig", "AGTestSupport", "AGYAML", "AGRedis", "AGFormats", "AGAppAttest"]),
         .testTarget(name: "AGPolicyTests", dependencies: ["AGPolicy", "AGConfig", "AGFormats", "AGRedis", "AGTestSupport"]),
-        .testTarget(name: "AGGatewayTests", dependencies: ["AGGateway", "AGConfig", "AGPolicy", "AGPlatformSSO", "AGDevice", "AGCrypto", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
+        .testTarget(name: "AGGatewayTests", dependencies: ["AGSync", "AGGateway", "AGConfig", "AGPolicy", "AGPlatformSSO", "AGDevice", "AGCrypto", "AGYAML", "AGTestSupport", "AGAppAttest", "AGFormats", "AGJOSE", "AGRedis"]),
         .testTarget(name: "AGDevToolsTests", dependencies: ["AGDevTools", "AGCrypto"]),
-        .testTarget(name: "AGDeviceTests", dependencies: ["AGDevice", "AGDevTools", "AGTestSupport", "AGAppAttest", "AGFormats", "AGCrypto"]),
+        .testTarget(name: "AGDeviceTests", dependencies: ["AGSync", "AGDevice", "AGDevTools", "AGTestSupport", "AGAppAttest", "AGFormats", "AGCrypto"]),
         .testTarget(name: "AGFuzzTargetsTests", dependencies: ["AGFuzzTargets", "AGTestSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["AGGateway", "AGRedis", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevice", "AGYAML", "AGHTTP"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["AGSync", "AGGateway", "AGRedis", "AGDevTools", "AGConfig", "AGPolicy", "AGTestSupport", "AGCrypto", "AGFormats", "AGJOSE", "AGPlatformSSO", "AGDevice", "AGYAML", "AGHTTP"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 internal import CEvent
 internal import CShims
 internal import Glibc
+import AGSync
 import Synchronization
 
 /// One libevent `event_base`, driven by exactly one thread.
@@ -17,10 +18,10 @@ public final class EventLoop: @unchecked Sendable {
     /// The thread running the loop (`pthread_t` bits), 0 until `run()`.
     private let owner = Atomic<UInt>(0)
     private var wakeEvent: OpaquePointer?
-    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private let pending = Locked<[@Sendable () -> Void]>([])
     /// Work that frees something of the base's (an evdns base): run by the loop like `pending`,
     /// or, once the loop has stopped, after `run()` returns or before the base is freed.
-    private let cleanups = Mutex<[@Sendable () -> Void]>([])
+    private let cleanups = Locked<[@Sendable () -> Void]>([])
     /// Outlives the loop for objects that must know whether its `event_base` still exists.
     package let lifetime = LoopLifetime()
     var signalHandlers: [SignalHandler] = []

@@ -1,5 +1,5 @@
 internal import CEvent
-import Synchronization
+import AGSync
 
 /// Routes libevent's own log messages to the gateway's logger, rate-limited: at most one line
 /// per severity per interval, carrying how many were dropped since the last one. Without
@@ -17,7 +17,7 @@ public enum LibeventLog {
         var suppressed: [Int32: Int] = [:]
     }
 
-    private static let state = Mutex(State())
+    private static let state = Locked(State())
 
     /// Installs `sink` for the whole process (libevent has one log callback).
     public static func install(interval: Duration = .seconds(10), _ sink: @escaping Sink) {

@@ -1,6 +1,6 @@
 import AGCrypto
 import Dispatch
-import Synchronization
+import AGSync
 import Testing
 
 /// Keys from the pooled keygen contexts: distinct, consistent halves, safe from many threads.
@@ -23,7 +23,7 @@ struct P256GenerationTests {
 
     @Test("keys generated on many threads at once are all different and valid")
     func concurrentGeneration() throws {
-        let points = Mutex<[[UInt8]]>([])
+        let points = Locked<[[UInt8]]>([])
         DispatchQueue.concurrentPerform(iterations: 64) { _ in
             guard let key = try? P256.PrivateKey(),
                   key.publicKey.isValidSignature(rawSignature: (try? key.rawSignature(for: [1, 2, 3])) ?? [], for: [1, 2, 3])

@@ -2,7 +2,7 @@ import AGEventLoop
 import AGPolicy
 import AGRedis
 import AGTestSupport
-import Synchronization
+import AGSync
 import Testing
 
 @testable import AGGateway
@@ -14,8 +14,8 @@ import Testing
     @Test func everyEventArrivesOnceInOrderThroughKillsAndFreezes() async throws {
         try await RedisServer.withPrivate { server in
             try await TestEventLoop.with { loop in
-                let received = Mutex<[String]>([])
-                let resumes = Mutex(0)
+                let received = Locked<[String]>([])
+                let resumes = Locked(0)
                 let reader = await loop.make { base in
                     EventStreamReader(url: server.url, loop: base, timeout: .milliseconds(200), blockTime: .milliseconds(200),
                                       onEvents: { entries in

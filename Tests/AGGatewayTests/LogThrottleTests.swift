@@ -1,5 +1,5 @@
 import AGTestSupport
-import Synchronization
+import AGSync
 import Testing
 
 @testable import AGGateway
@@ -9,7 +9,7 @@ import Testing
 @Suite struct LogThrottleTests {
     /// A sink that keeps every line written.
     final class RecordingSink: LogSink {
-        let lines = Mutex<[(Logger.Level, String, [String: String])]>([])
+        let lines = Locked<[(Logger.Level, String, [String: String])]>([])
 
         func log(_ level: Logger.Level, _ message: String, _ fields: [(String, LogValue)]) {
             lines.withLock { $0.append((level, message, Dictionary(fields.map { ($0.0, $0.1.text) }) { $1 })) }

@@ -1,7 +1,7 @@
 import AGDevTools
 import AGTestSupport
 import Foundation
-import Synchronization
+import AGSync
 @testable import AGHTTP
 import Testing
 
@@ -45,5 +45,5 @@ import Testing
 
 /// Numbers recorded on the loop thread and read by the test.
 private final class Recorded: Sendable {
-    let values = Mutex<[Int]>([])
+    let values = Locked<[Int]>([])
 }

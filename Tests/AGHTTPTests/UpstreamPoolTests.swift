@@ -4,6 +4,7 @@ import Glibc
 #endif
 import Foundation
 import AGTestSupport
+import AGSync
 import Synchronization
 import Testing
 @testable import AGHTTP
@@ -138,7 +139,7 @@ import Testing
 
     @Test func chunkedRequestBodyIsStreamedBeforeItEnds() throws {
         let firstChunkArrived = DispatchSemaphore(value: 0)
-        let seen = Mutex<(head: TestHead?, checker: PatternChecker)>((nil, PatternChecker()))
+        let seen = Locked<(head: TestHead?, checker: PatternChecker)>((nil, PatternChecker()))
         let upstream = try ScriptedUpstream { connection, _ in
             guard let head = connection.readHead() else { return }
             var checker = PatternChecker()
@@ -180,7 +181,7 @@ import Testing
     /// real binary, whose RSS no other test shares.)
     @Test(.onOwnThreads(exclusive: true)) func largeUploadStreamsWithBoundedMemory() throws {
         let total = 48 * Self.megabyte
-        let result = Mutex<PatternChecker?>(nil)
+        let result = Locked<PatternChecker?>(nil)
         let upstream = try ScriptedUpstream { connection, _ in
             var checker = PatternChecker()
             guard withUnsafeMutablePointer(to: &checker, { ScriptedUpstream.readRequest(connection, checker: $0) }) != nil else { return }

@@ -1,7 +1,7 @@
 import AGEventLoop
 import AGRedis
 import AGTestSupport
-import Synchronization
+import AGSync
 import Testing
 
 /// A `RedisClient` on a test loop, driven from async tests.
@@ -75,7 +75,7 @@ struct HarnessTimeout: Error {}
 
 /// Collects values reported on the loop thread for inspection from the test.
 final class StateLog: Sendable {
-    private let entries = Mutex<[RedisConnectionState]>([])
+    private let entries = Locked<[RedisConnectionState]>([])
 
     func append(_ state: RedisConnectionState) { entries.withLock { $0.append(state) } }
     var all: [RedisConnectionState] { entries.withLock { $0 } }

@@ -1,7 +1,7 @@
 import AGEventLoop
 import AGRedis
 import AGTestSupport
-import Synchronization
+import AGSync
 import Testing
 
 @Suite struct RedisSubscriberTests {
@@ -104,7 +104,7 @@ import Testing
     @Test func idleSubscriberKeepsOneConnectionAndEveryMessage() async throws {
         try await RedisServer.withPrivate { server in
             try await TestEventLoop.with { loop in
-                let received = Mutex<[Int]>([])
+                let received = Locked<[Int]>([])
                 let interval = Duration.milliseconds(250)
                 let subscriber = await loop.make { base in
                     RedisSubscriber(url: server.url, loop: base, channels: ["ag:events"], timeout: interval,

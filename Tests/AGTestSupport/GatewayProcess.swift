@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Foundation
-import Synchronization
+import AGSync
 
 /// The real `attestgate serve` binary on a config directory, for tests that need a separate
 /// process: signals, exit codes, and memory measured apart from the test's own.
@@ -123,5 +123,5 @@ public final class GatewayProcess: Sendable {
 
 /// What a child process wrote, appended from the pipe's reader thread.
 private final class CapturedOutput: Sendable {
-    let text = Mutex("")
+    let text = Locked("")
 }

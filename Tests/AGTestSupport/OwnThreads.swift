@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import AGSync
 import Testing
 
 /// `@Suite(.onOwnThreads)` (or on one `@Test`): each test case of the suite runs on threads of
@@ -80,10 +80,10 @@ final class AsyncGate: Sendable {
         var free: Int
         var waiters: [(slots: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(width: Int) {
-        state = Mutex(State(free: width))
+        state = Locked(State(free: width))
     }
 
     func enter(_ slots: Int) async {

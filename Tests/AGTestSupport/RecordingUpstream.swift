@@ -3,7 +3,7 @@ import Glibc
 #endif
 import AGHTTP
 import Foundation
-import Synchronization
+import AGSync
 
 /// A request as the upstream received it.
 public struct UpstreamRecord: Sendable {
@@ -69,7 +69,7 @@ public final class RecordingUpstream: Sendable {
     /// The address it listens on.
     public let address: String
     private let listener: Int32
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var records: [UpstreamRecord] = []

@@ -1,6 +1,6 @@
 import AGRedis
 import Foundation
-import Synchronization
+import AGSync
 
 /// A throwaway `redis-server` process for tests: loopback TCP on a free port plus a unix
 /// socket, no persistence, its own temp directory. Failure tests can pause, kill and restart it.
@@ -12,7 +12,7 @@ public final class RedisServer: Sendable {
     /// Holds the unix socket and the log; removed when the server object is released.
     public let directory: String
     /// The running server's pid, `nil` once it has been reaped.
-    private let pid = Mutex<pid_t?>(nil)
+    private let pid = Locked<pid_t?>(nil)
 
     /// Where tests connect over TCP (with the password, if any).
     public var url: RedisURL {

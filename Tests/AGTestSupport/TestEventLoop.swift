@@ -1,7 +1,7 @@
 import AGEventLoop
 import AGHTTP
 import Foundation
-import Synchronization
+import AGSync
 
 /// An `EventLoop` running on its own thread, so async tests can hand it work and await results.
 public final class TestEventLoop: Sendable {
@@ -10,9 +10,9 @@ public final class TestEventLoop: Sendable {
 
     /// What the loop thread publishes: its identity, and when it has finished.
     private final class LoopThreadState: Sendable {
-        let id = Mutex<pthread_t?>(nil)
+        let id = Locked<pthread_t?>(nil)
         /// `true` once the loop returned; otherwise the shutdown waiting for that, if any.
-        let exit = Mutex<(exited: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+        let exit = Locked<(exited: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
     }
 
     public init() {

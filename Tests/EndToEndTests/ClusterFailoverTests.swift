@@ -4,7 +4,7 @@ import AGFormats
 import AGRedis
 import AGTestSupport
 import Foundation
-import Synchronization
+import AGSync
 import Testing
 
 /// Issue 13 item 6: the primary serving a tenant's slot is killed under refresh load. The
@@ -172,7 +172,7 @@ private final class RefreshLog: Sendable {
         var finished = 0
     }
 
-    private let state = Mutex(Snapshot())
+    private let state = Locked(Snapshot())
 
     var snapshot: Snapshot { state.withLock { $0 } }
     var stopped: Bool { state.withLock { $0.stopped } }

@@ -1,7 +1,7 @@
 import AGPolicy
 import AGTestSupport
 import Foundation
-import Synchronization
+import AGSync
 import Testing
 
 /// Issue 9 item 2, end to end: three instances, devices revoked one after another while their
@@ -102,7 +102,7 @@ import Testing
     }
 
     private func blockingStart() throws -> RedisServer {
-        let box = Mutex<Result<RedisServer, any Error>?>(nil)
+        let box = Locked<Result<RedisServer, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task.detached {
             let result: Result<RedisServer, any Error>
@@ -120,7 +120,7 @@ import Testing
 private final class Chaos: @unchecked Sendable {
     // Invariant: `state` is the only shared mutable state, guarded by its mutex.
     private let port: Int
-    private let state = Mutex((running: false, kills: 0, freezes: 0))
+    private let state = Locked((running: false, kills: 0, freezes: 0))
     private let finished = DispatchSemaphore(value: 0)
 
     init(port: Int) { self.port = port }

@@ -1,5 +1,5 @@
 internal import COpenSSL
-import Synchronization
+import AGSync
 
 /// Owns one OpenSSL `EVP_PKEY` (public or private key of any type).
 ///
@@ -208,8 +208,8 @@ package final class EVPKey: @unchecked Sendable {
 /// gets a fresh context of its own (`EVP_DigestSign` and `EVP_DigestVerify` are one-shot), and
 /// the prepared one is read only under the lock.
 private final class PreparedDigestContext: Sendable {
-    /// The prepared context (a pointer: `Mutex` makes it safe to share).
-    private let prepared = Mutex<PreparedPointer?>(nil)
+    /// The prepared context (a pointer: the `Locked` box makes it safe to share).
+    private let prepared = Locked<PreparedPointer?>(nil)
 
     deinit {
         prepared.withLock { if let context = $0 { EVP_MD_CTX_free(context.pointer) } }
@@ -237,7 +237,7 @@ private final class PreparedDigestContext: Sendable {
     }
 }
 
-/// An OpenSSL pointer kept inside a `Mutex`. `@unchecked Sendable` invariant: only ever used
+/// An OpenSSL pointer kept inside a `Locked` box. `@unchecked Sendable` invariant: only ever used
 /// while that lock is held.
 private struct PreparedPointer: @unchecked Sendable {
     let pointer: OpaquePointer

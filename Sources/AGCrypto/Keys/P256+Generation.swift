@@ -1,5 +1,5 @@
 internal import COpenSSL
-import Synchronization
+import AGSync
 
 extension EVPKey {
     /// A fresh P-256 key pair from a pooled keygen context.
@@ -53,7 +53,7 @@ final class P256KeygenContext: @unchecked Sendable {
 final class P256KeygenContexts: Sendable {
     static let shared = P256KeygenContexts()
 
-    private let idle = Mutex<[P256KeygenContext]>([])
+    private let idle = Locked<[P256KeygenContext]>([])
 
     func take(operation: String) throws(CryptoError) -> P256KeygenContext {
         if let context = idle.withLock({ $0.popLast() }) { return context }

@@ -1,7 +1,7 @@
 import Dispatch
 import AGHTTP
 import Foundation
-import Synchronization
+import AGSync
 
 /// Drives challenge + refresh cycles as fast as a gateway answers, for benchmarks.
 ///
@@ -40,7 +40,7 @@ public struct LoadGenerator: Sendable {
         let shares = (0..<concurrency).map { thread in
             stride(from: thread, to: registered.count, by: concurrency).map { registered[$0] }
         }
-        let tallies = Mutex<[WorkerTally]>([])
+        let tallies = Locked<[WorkerTally]>([])
         let group = DispatchGroup()
         let start = ContinuousClock.now
         let deadline = start.advanced(by: duration)

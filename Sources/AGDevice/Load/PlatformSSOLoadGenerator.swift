@@ -2,7 +2,7 @@ import AGFormats
 import AGHTTP
 import Dispatch
 import Foundation
-import Synchronization
+import AGSync
 
 /// Drives Platform SSO refreshes (server nonce + refresh request, the answer decrypted and
 /// checked as a Mac checks it) as fast as a gateway answers, for benchmarks.
@@ -47,7 +47,7 @@ public struct PlatformSSOLoadGenerator: Sendable {
         }
         progress("running \(concurrency) threads for \(duration)")
         let shares = (0..<concurrency).map { thread in stride(from: thread, to: macs.count, by: concurrency).map { macs[$0] } }
-        let tallies = Mutex<[WorkerTally]>([])
+        let tallies = Locked<[WorkerTally]>([])
         let group = DispatchGroup()
         let start = ContinuousClock.now
         let deadline = start.advanced(by: duration)

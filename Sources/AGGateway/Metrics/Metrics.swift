@@ -1,12 +1,12 @@
-import Synchronization
+import AGSync
 
 /// Prometheus counters and histograms shared by all workers.
 ///
 /// Each worker records into its own `WorkerMetrics` (its mutex is uncontended but for scrapes);
 /// a scrape merges them.
 public final class MetricsRegistry: Sendable {
-    private let workers: Mutex<[WorkerMetrics]> = Mutex([])
-    private let global = Mutex<[String: Int]>([:])
+    private let workers: Locked<[WorkerMetrics]> = Locked([])
+    private let global = Locked<[String: Int]>([:])
 
     public init() {}
 
@@ -89,7 +89,7 @@ final class WorkerMetrics: MetricsSink, Sendable {
         var latencyCount = 0
     }
 
-    let state = Mutex(State())
+    let state = Locked(State())
 
     func increment(_ series: String, by amount: Int) {
         state.withLock { $0.counters[series, default: 0] += amount }

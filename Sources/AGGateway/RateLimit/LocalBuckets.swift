@@ -1,5 +1,5 @@
 import AGPolicy
-import Synchronization
+import AGSync
 
 /// In-process token buckets, one per key for the whole instance, used while Redis is
 /// unreachable and `rate_limits.on_store_error` is `local`.
@@ -9,11 +9,11 @@ import Synchronization
 /// dropped, which at worst hands that key a fresh, full bucket. The mutex is only taken in
 /// fallback mode, never on the Redis path.
 public final class LocalBuckets: Sendable {
-    private let buckets: Mutex<LRUCache<String, TokenBucket>>
+    private let buckets: Locked<LRUCache<String, TokenBucket>>
     private let time: any TimeSource
 
     public init(capacity: Int = 100_000, time: any TimeSource) {
-        buckets = Mutex(LRUCache(capacity: capacity))
+        buckets = Locked(LRUCache(capacity: capacity))
         self.time = time
     }
 

@@ -2,7 +2,7 @@ import AGConfig
 import AGPolicy
 import AGFormats
 import AGRedis
-import Synchronization
+import AGSync
 
 /// Runtime tier state of one instance, shared by its workers: the file's tiers (from the
 /// snapshot) overlaid with the overrides operators set through the admin API.
@@ -32,7 +32,7 @@ public final class TierStore: Sendable {
         }
     }
 
-    private let state = Mutex(Overrides())
+    private let state = Locked(Overrides())
 
     public init() {}
 

@@ -8,7 +8,7 @@ import AGEventLoop
 import AGHTTP
 import Dispatch
 import Foundation
-import Synchronization
+import AGSync
 
 /// The running gateway: N worker threads serving one public and one admin socket, plus a
 /// control thread for reloads, signals and watching `tenants/`.
@@ -19,8 +19,8 @@ public final class Gateway: Sendable {
     private let workerLoops: [EventLoop]
     private let sockets: [ListeningSocket]
     private let stopped = DispatchGroup()
-    private let stopping = Mutex(false)
-    private let socketsClosed = Mutex(false)
+    private let stopping = Locked(false)
+    private let socketsClosed = Locked(false)
 
     public enum StartError: Error, CustomStringConvertible {
         case config(ConfigError)

@@ -7,7 +7,7 @@ import AGEventLoop
 import AGHTTP
 import Dispatch
 import Foundation
-import Synchronization
+import AGSync
 
 /// What all workers share: the snapshot in force, metrics, the logger, the control loop.
 final class GatewayShared: Sendable {
@@ -31,7 +31,7 @@ final class GatewayShared: Sendable {
     let throttledLogger: ThrottledLogSink
     /// The public listener's TLS context, when it was started with `server.tls`.
     let listenerTLS: ListenerTLS?
-    private let reloadGeneration: Mutex<Int>
+    private let reloadGeneration: Locked<Int>
 
     init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, accessLog: Logger, control: EventLoop,
          time: any TimeSource) {
@@ -44,7 +44,7 @@ final class GatewayShared: Sendable {
         self.logger = logger
         self.throttledLogger = ThrottledLogSink(base: logger, throttle: LogThrottle(time: time))
         self.control = control
-        self.reloadGeneration = Mutex(snapshot.generation)
+        self.reloadGeneration = Locked(snapshot.generation)
         self.listenerTLS = snapshot.serverTLS.map(ListenerTLS.init)
     }
 

@@ -1,7 +1,7 @@
 import AGConfig
 import AGCrypto
 import AGHTTP
-import Synchronization
+import AGSync
 
 /// One immutable, validated view of the configuration plus everything derived from it.
 ///
@@ -101,10 +101,10 @@ public final class GatewaySnapshot: Sendable {
 
 /// Holds the snapshot in force; workers read it at request start.
 final class SnapshotStore: SnapshotSource, Sendable {
-    private let current: Mutex<GatewaySnapshot>
+    private let current: Locked<GatewaySnapshot>
 
     init(_ snapshot: GatewaySnapshot) {
-        current = Mutex(snapshot)
+        current = Locked(snapshot)
     }
 
     var snapshot: GatewaySnapshot {

@@ -1,6 +1,6 @@
 import AGConfig
 import AGCrypto
-import Synchronization
+import AGSync
 
 /// The TLS context the public listener gives each new connection: the one the gateway started
 /// with, replaced by every reload that loads a new certificate. Connections already open keep
@@ -10,10 +10,10 @@ import Synchronization
 /// `server.tls` is logged as needing a restart): a typo in a reload must never turn an https
 /// port into a plain one.
 final class ListenerTLS: Sendable {
-    private let current: Mutex<TLSServerContext>
+    private let current: Locked<TLSServerContext>
 
     init(_ context: TLSServerContext) {
-        current = Mutex(context)
+        current = Locked(context)
     }
 
     /// Read once per accepted connection (an uncontended lock, not per request).

@@ -1,5 +1,5 @@
 import AGFormats
-import Synchronization
+import AGSync
 
 /// What this instance knows of the store epoch (`StoreEpochScript`): the value it remembers and
 /// the resets it noticed that no operator has acknowledged yet. Shared by the control loop,
@@ -26,7 +26,7 @@ final class StoreEpoch: Sendable {
         var unacknowledged: [Reset] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Records the epoch a check read.
     func observe(_ epoch: String, created: Bool, nowMilliseconds: Int64) -> Observation {

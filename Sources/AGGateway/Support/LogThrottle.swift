@@ -1,6 +1,6 @@
 import AGEventLoop
 import AGPolicy
-import Synchronization
+import AGSync
 
 /// Rate-limits a repeated log line per key, so an outage writes a handful of lines with counts
 /// instead of one per request (one Redis outage once wrote 35,093 "state store failed" lines).
@@ -27,7 +27,7 @@ final class LogThrottle: Sendable {
 
     let interval: Duration
     private let time: any TimeSource
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Locked<[String: Entry]>([:])
 
     init(interval: Duration = .seconds(10), time: any TimeSource) {
         self.interval = interval

@@ -1,14 +1,14 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import AGSync
 
 /// One file descriptor held in reserve for the whole process, so that a server marked
 /// `usesReservedDescriptor` (the admin listener) can still accept a connection when the
 /// process has hit its descriptor limit: the reserve is closed, the connection takes its
 /// number, and the reserve is opened again once that connection has closed.
 enum ReservedDescriptor {
-    private static let held = Mutex<Int32>(-1)
+    private static let held = Locked<Int32>(-1)
 
     /// Opens the reserve if it is not held.
     static func acquire() {

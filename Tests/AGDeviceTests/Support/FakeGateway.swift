@@ -3,6 +3,7 @@ import AGCrypto
 import AGFormats
 import AGJOSE
 import Foundation
+import AGSync
 import Synchronization
 
 /// The gateway contract the device drives, played by a few lines over `TestHTTPServer`:
@@ -30,7 +31,7 @@ final class FakeGateway: Sendable {
         var tokenSerial = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let signer: JWTSigner
     private let verifier: JWTVerifier
     /// Tokens minted from now on have already expired (to exercise re-refresh).

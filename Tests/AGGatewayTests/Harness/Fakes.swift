@@ -1,7 +1,7 @@
 import AGConfig
 import AGFormats
 import AGPolicy
-import Synchronization
+import AGSync
 
 @testable import AGGateway
 
@@ -241,7 +241,7 @@ final class RecordingMetrics: MetricsSink {
 }
 
 final class RecordingLog: LogSink {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
 
     func log(_ level: Logger.Level, _ message: String, _ fields: [(String, LogValue)]) {
         let rendered = ([message] + fields.map { "\($0.0)=\($0.1.text)" }).joined(separator: " ")

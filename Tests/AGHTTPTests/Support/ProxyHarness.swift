@@ -1,7 +1,7 @@
 import AGDevTools
 import Foundation
 import AGTestSupport
-import Synchronization
+import AGSync
 @testable import AGHTTP
 
 /// A request as the in-process upstream server saw it.
@@ -22,15 +22,16 @@ final class ProxyHarness: @unchecked Sendable {
     private var server: HTTPServer?
     private var pool: UpstreamPool?
     private let socket: ListeningSocket
-    private let recordedOutcomes = Mutex<[UpstreamOutcome]>([])
-    private let recordedUnsent = Mutex<[Int]>([])
+    private let recordedOutcomes = Locked<[UpstreamOutcome]>([])
+    private let recordedUnsent = Locked<[Int]>([])
 
     var port: Int { socket.port }
     var outcomes: [UpstreamOutcome] { recordedOutcomes.withLock { $0 } }
     /// Bytes of each response still queued for the client when its outcome was reported.
     var unsentAtOutcome: [Int] { recordedUnsent.withLock { $0 } }
 
-    init(target: UpstreamTarget, timeouts: UpstreamTimeouts = UpstreamTimeouts(connect: .seconds(2), response: .seconds(10)),
+    init(target: UpstreamTarget, timeouts: UpstreamTimeouts = UpstreamTimeouts(connect: TestBuild.waitWindow(.seconds(2)),
+                                                                   response: TestBuild.waitWindow(.seconds(10))),
          maxBodyBytes: Int = 200 * 1024 * 1024, poolConfiguration: UpstreamPoolConfiguration = UpstreamPoolConfiguration()) throws {
         socket = try ListeningSocket.bind(host: "127.0.0.1", port: 0)
         let socket = self.socket
@@ -102,7 +103,7 @@ final class EchoUpstream: @unchecked Sendable {
     let thread = LoopThread()
     private var server: HTTPServer?
     private let socket: ListeningSocket
-    private let records = Mutex<[RecordedRequest]>([])
+    private let records = Locked<[RecordedRequest]>([])
 
     var port: Int { socket.port }
     var requests: [RecordedRequest] { records.withLock { $0 } }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import AGSync
 import AGCrypto
 @testable import AGHTTP
 
@@ -11,9 +11,9 @@ final class TestServer: @unchecked Sendable {
     let thread = LoopThread()
     private var server: HTTPServer?
     private let socket: ListeningSocket
-    private let handled = Mutex(0)
-    private let localReplies = Mutex<[HTTPLocalError]>([])
-    private let handshakes = Mutex<(failures: [TLSHandshakeFailure], versions: [String])>(([], []))
+    private let handled = Locked(0)
+    private let localReplies = Locked<[HTTPLocalError]>([])
+    private let handshakes = Locked<(failures: [TLSHandshakeFailure], versions: [String])>(([], []))
 
     var port: Int { socket.port }
     var requestCount: Int { handled.withLock { $0 } }

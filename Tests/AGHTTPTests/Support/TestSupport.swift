@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import AGSync
 import Synchronization
 import AGEventLoop
 import AGTestSupport
@@ -121,7 +122,7 @@ final class ScriptedUpstream: @unchecked Sendable {
     // Invariant: `listener` is written once in init; the connection list is mutex-guarded.
     let port: Int
     private let listener: Int32
-    private let connections = Mutex<[Int32]>([])
+    private let connections = Locked<[Int32]>([])
     private let acceptedCount = Atomic<Int>(0)
     private let finished = DispatchSemaphore(value: 0)
 

@@ -1,6 +1,6 @@
 import AGTestSupport
 import Foundation
-import Synchronization
+import AGSync
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -61,5 +61,5 @@ enum ConfigKeyEffects {
         try outcome.get()
     }
 
-    private static let sharedOutcomes = Mutex<[String: Result<Void, any Error>]>([:])
+    private static let sharedOutcomes = Locked<[String: Result<Void, any Error>]>([:])
 }

@@ -1,7 +1,7 @@
 import AGDevice
 import AGTestSupport
 import Foundation
-import Synchronization
+import AGSync
 import Testing
 
 /// Parallel requests over real sockets to a two-worker gateway: a nonce serves once, a refresh
@@ -10,7 +10,7 @@ import Testing
 struct PlatformSSOConcurrencyTests {
     /// Sends every body at once, each on its own connection; the responses in body order.
     func parallel(_ sso: PlatformSSOGateway, _ bodies: [[UInt8]]) -> [TestResponse?] {
-        let results = Mutex([TestResponse?](repeating: nil, count: bodies.count))
+        let results = Locked([TestResponse?](repeating: nil, count: bodies.count))
         let port = sso.gateway.port
         DispatchQueue.concurrentPerform(iterations: bodies.count) { index in
             let response = try? HTTPTestClient.send(port: port, "POST", "/psso/token",
