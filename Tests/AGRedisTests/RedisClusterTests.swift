@@ -100,15 +100,22 @@ import Testing
                 let subscriber = await loop.make { base in
                     RedisSubscriber(url: url, loop: base, channels: [channel]) { sink.yield($0) }
                 }
-                try await waitUntil(within: .seconds(10)) { await loop.submit { _ in subscriber.value.isSubscribed } }
-                try await ClientHarness.with(url) { publisher in
-                    // PUBLISH goes to some node; the cluster bus carries it to the subscriber's.
-                    _ = try await publisher.value(["PUBLISH", channel, "hello"])
+                // Closed on its loop even when a step fails: released on a test thread, its
+                // connection's deinit would trap ("used off its event loop thread") and end the run.
+                try await withCleanup {
+                    try await waitUntil(within: TestBuild.waitWindow(.seconds(10))) {
+                        await loop.submit { _ in subscriber.value.isSubscribed }
+                    }
+                    try await ClientHarness.with(url) { publisher in
+                        // PUBLISH goes to some node; the cluster bus carries it to the subscriber's.
+                        _ = try await publisher.value(["PUBLISH", channel, "hello"])
+                    }
+                    var received = messages.makeAsyncIterator()
+                    #expect(await received.next()?.string == "hello")
+                } cleanup: {
+                    await loop.submit { _ in subscriber.value.close() }
+                    sink.finish()
                 }
-                var received = messages.makeAsyncIterator()
-                #expect(await received.next()?.string == "hello")
-                await loop.submit { _ in subscriber.value.close() }
-                sink.finish()
             }
         }
     }
