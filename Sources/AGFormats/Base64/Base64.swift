@@ -114,6 +114,10 @@ public enum Base64 {
         guard remainder != 1 else { return nil }
         let fullGroups = count / 4
         let outputLength = fullGroups * 3 + (remainder == 0 ? 0 : remainder - 1)
+        // An empty result without `Array(unsafeUninitializedCapacity: 0)`: that initializer stores
+        // its count into the shared empty-array singleton, which ThreadSanitizer reported as a
+        // race with another thread reading an empty array (two empty JWE parts at once).
+        guard outputLength > 0 else { return [] }
         do {
             var valid = true
             let output = [UInt8](unsafeUninitializedCapacity: outputLength) { output, initialized in
