@@ -88,7 +88,7 @@ import Testing
             // the loaded machine: 2 s there, as for `redisTimeout`.)
             let slow = TestBuild.sanitizer != nil
             let replicated = try ProxyFixture(redisURL: sentinel, gatewayYAML: "redis:\n  url: \(sentinel)\n  timeout: \(slow ? "2s" : "500ms")\n"
-                                                + "  wait_replicas: 2\n" + (slow ? "  wait_timeout: 2s\n" : ""))
+                                                + "  wait_replicas: 2\n" + (slow ? "  wait_timeout: 1s\n" : ""))
             defer { replicated.stop() }
             #expect(try replicated.deviceToken().token.isEmpty == false)
             // The single test server has none: every commit stays unconfirmed and is refused.
