@@ -18,20 +18,10 @@ public enum AdmissionScripts {
     /// Defines the Lua function `refund_bucket(key, limit, now_us)` of `refund`, so a script
     /// that withdraws more than a token (`DeviceScripts.withdrawChallenge`) gives it back the
     /// same way. Returns 1 refunded, 0 not (the bucket expired and reads as full anyway).
-    public static let refundFunction = """
+    public static let refundFunction = RateLimitScript.refillFunction + """
         local function refund_bucket(key, limit_arg, now_us)
-          local COST = \(TokenBucket.unitsPerToken)
-          local limit = tonumber(limit_arg)
-          local cap = limit * COST
-          local state = redis.call('HMGET', key, 'tokens', 'ts')
-          local u, ts = tonumber(state[1]), tonumber(state[2])
-          if u == nil or ts == nil then return 0 end
-          if u < 0 then u = 0 end
-          local elapsed = now_us - ts
-          if elapsed < 0 then elapsed = 0 end
-          if elapsed > COST then elapsed = COST end
-          u = math.min(cap, u + elapsed * limit)
-          if now_us > ts then ts = now_us end
+          local limit, cap, u, ts, found = refilled_bucket(key, limit_arg, now_us)
+          if not limit or not found then return 0 end
           u = math.min(cap, u + COST)
           local toFull = math.ceil((cap - u) / limit)
           redis.call('HSET', key, 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts))

@@ -29,8 +29,9 @@ public enum RateLimitScript {
 
     /// Defines `COST` (units per token) and the Lua function `refilled_bucket(key, limit, now)`:
     /// the bucket's limit, capacity, units and time stamp refilled to `now` (`TokenBucket.refill`
-    /// step by step; a missing hash is a full bucket), or `nil` and an error reply when the limit
-    /// is not an integer in range. Shared by the per-request check and the lease.
+    /// step by step; a missing hash is a full bucket), whether the hash was there, or `nil` and
+    /// an error reply when the limit is not an integer in range. Shared by the per-request
+    /// check, the lease and the refund.
     public static let refillFunction = """
         local COST = \(TokenBucket.unitsPerToken)
         local function refilled_bucket(key, limit_arg, now)
@@ -41,14 +42,14 @@ public enum RateLimitScript {
           local cap = limit * COST
           local state = redis.call('HMGET', key, 'tokens', 'ts')
           local u, ts = tonumber(state[1]), tonumber(state[2])
-          if u == nil or ts == nil then return limit, cap, cap, now end
+          if u == nil or ts == nil then return limit, cap, cap, now, false end
           if u < 0 then u = 0 end
           local elapsed = now - ts
           if elapsed < 0 then elapsed = 0 end
           if elapsed > COST then elapsed = COST end
           u = math.min(cap, u + elapsed * limit)
           if now > ts then ts = now end
-          return limit, cap, u, ts
+          return limit, cap, u, ts, true
         end
 
         """
