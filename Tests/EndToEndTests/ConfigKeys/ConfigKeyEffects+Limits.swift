@@ -29,26 +29,35 @@ extension ConfigKeyEffects {
             let probe = try KeyProbe(gatewayYAML: tier(mad: "3"), tier: "probe")
             #expect(try probe.gateway.admin("GET", "/admin/v1/tenants/\(probe.appID)/usage").json["limit"] as? Int == 3)
         },
+        // The two IP probes run on their own Redis: every test gateway's requests come from
+        // 127.0.0.1, so on the shared Redis a small IP limit would refuse other tests' requests
+        // (and a bucket that a test clock ahead of real time stamped would not refill for them).
         KeyEffect(key: "gateway:ip_limits.challenge", observed: "X-RateLimit-Limit of a challenge under a huge tier") {
-            let probe = try KeyProbe(gatewayYAML: "ip_limits:\n  challenge: 4\n  validate: 100000\n")
-            #expect(try probe.challenge().header("X-RateLimit-Limit") == "4")
+            try await RedisServer.withPrivate { redis in
+                let probe = try KeyProbe(gatewayYAML: "ip_limits:\n  challenge: 4\n  validate: 100000\n",
+                                         redisURL: "redis://127.0.0.1:\(redis.port)/0")
+                #expect(try probe.challenge().header("X-RateLimit-Limit") == "4")
+            }
         },
         KeyEffect(key: "gateway:ip_limits.validate", observed: "the third well-formed validate from one IP is 429") {
-            let probe = try KeyProbe(gatewayYAML: "ip_limits:\n  challenge: 100000\n  validate: 2\n")
-            let ca = try TestCertificateAuthority.generate()
-            var statuses: [Int] = []
-            for _ in 0..<3 {
-                let device = try SimulatedDevice(teamID: probe.teamID, bundleID: probe.bundleID)
-                let (object, hash) = try device.makeAttestation(challenge: "unknown-challenge", testCA: ca, environment: .development)
-                let body = JSONValue.object([
-                    "keyId": .string(device.keyID), "attestationObject": .string(Base64.encode(object)),
-                    "clientDataHash": .string(Base64.encode(hash)), "challenge": "unknown-challenge",
-                ]).serialized()
-                let response = try probe.gateway.send("POST", "/api/v1/attestation/validate", headers: probe.headers, body: body)
-                statuses.append(response.status)
-                if statuses.count == 3 { #expect(response.code == "rate_limited") }
+            try await RedisServer.withPrivate { redis in
+                let probe = try KeyProbe(gatewayYAML: "ip_limits:\n  challenge: 100000\n  validate: 2\n",
+                                         redisURL: "redis://127.0.0.1:\(redis.port)/0")
+                let ca = try TestCertificateAuthority.generate()
+                var statuses: [Int] = []
+                for _ in 0..<3 {
+                    let device = try SimulatedDevice(teamID: probe.teamID, bundleID: probe.bundleID)
+                    let (object, hash) = try device.makeAttestation(challenge: "unknown-challenge", testCA: ca, environment: .development)
+                    let body = JSONValue.object([
+                        "keyId": .string(device.keyID), "attestationObject": .string(Base64.encode(object)),
+                        "clientDataHash": .string(Base64.encode(hash)), "challenge": "unknown-challenge",
+                    ]).serialized()
+                    let response = try probe.gateway.send("POST", "/api/v1/attestation/validate", headers: probe.headers, body: body)
+                    statuses.append(response.status)
+                    if statuses.count == 3 { #expect(response.code == "rate_limited") }
+                }
+                #expect(statuses == [400, 400, 429], "challenge_invalid twice, then the IP bucket")
             }
-            #expect(statuses == [400, 400, 429], "challenge_invalid twice, then the IP bucket")
         },
         KeyEffect(key: "gateway:rate_limits.on_store_error", observed: "deny: a proxied call while Redis is down is 503") {
             try await RedisServer.withPrivate { redis in
