@@ -77,7 +77,30 @@ import Testing
         writer.reset()
         for field in head.headers { writer.appendField(field, of: head.headers) }
         #expect(String(decoding: writer.bytes, as: UTF8.self) == "Host: h\r\nX-A: 1\r\n")
-        #expect(writer.wroteHost)
+        let wroteHost = writer.wroteHost
+        #expect(wroteHost)
         #expect(head.headers.storage[head.targetRange] == ArraySlice("/p?q".utf8))
+        writer.reset()
+        writer.append(decimal: -42)
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == "-42")
+    }
+
+    /// The writer's buffer grows past its first capacity without losing or reordering bytes,
+    /// and `reset()` keeps the capacity for the next head.
+    @Test func writerGrowsAndResets() {
+        var writer = HTTPHeadWriter(capacity: 1)
+        var expected: [UInt8] = []
+        for index in 0..<2_000 {
+            let value = String(repeating: "v", count: index % 37)
+            writer.appendField("X-\(index)", value)
+            expected += Array("X-\(index): \(value)\r\n".utf8)
+        }
+        writer.append(Array("tail".utf8)[1...])
+        expected += Array("ail".utf8)
+        #expect(writer.bytes == expected)
+        #expect(writer.count == expected.count)
+        writer.reset()
+        writer.appendCRLF()
+        #expect(writer.bytes == [0x0D, 0x0A])
     }
 }

@@ -126,7 +126,7 @@ final class HTTPServerConnection {
     func writeHead(_ build: (inout HTTPHeadWriter) -> Void) {
         writer.reset()
         build(&writer)
-        writer.bytes.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
+        writer.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
     }
 
     func setTimeouts(read: Duration?) {
