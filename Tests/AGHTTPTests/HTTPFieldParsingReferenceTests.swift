@@ -71,4 +71,52 @@ import Testing
         }
         #expect(accepted > 500, "the sample exercises both outcomes")
     }
+
+    /// Long values, so the parser's eight-bytes-at-a-time path runs, with the bytes that end it
+    /// (controls, DEL, CR, LF) at every offset of a word and obs-text beside them.
+    @Test func longValuesMatchTheReference() {
+        var generator = Generator(state: 0xD1B5_4A32_D192_ED03)
+        let rare: [UInt8] = [0x00, 0x01, 0x1F, 0x20, 0x09, 0x7F, 0x0D, 0x0A]
+        let common: [UInt8] = Array("abcXYZ019-._~!#$%&'*+^`|=/?@[]{}\"<>,;".utf8) + [0x21, 0x7E, 0x80, 0xA0, 0xFE, 0xFF]
+        var accepted = 0
+        for _ in 0..<5000 {
+            var bytes: [UInt8] = []
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                bytes += Array("X-Long: ".utf8)
+                for _ in 0..<Int.random(in: 0...40, using: &generator) {
+                    let pickRare = Int.random(in: 0..<40, using: &generator) == 0
+                    bytes.append((pickRare ? rare : common).randomElement(using: &generator)!)
+                }
+                bytes += [0x0D, 0x0A]
+            }
+            bytes += [0x0D, 0x0A]
+            let expected = Self.reference(bytes)
+            let actual = Result { () throws(HTTPParseError) in try HTTPFields(parsing: bytes).fields }
+            switch (expected, actual) {
+            case (.success(let a), .success(let b)):
+                accepted += 1
+                #expect(a.map(\.0) == b.map(\.name) && a.map(\.1) == b.map(\.value), "\(bytes)")
+            case (.failure(let a), .failure(let b)):
+                #expect(a == b, "\(bytes)")
+            default:
+                Issue.record("reference \(expected) but parser \(actual) for \(bytes)")
+            }
+        }
+        #expect(accepted > 500 && accepted < 4900, "the sample exercises both outcomes (\(accepted) accepted)")
+    }
+
+    /// The word test agrees with the byte test for every byte value at every position.
+    @Test func wordTestMatchesTheByteTest() {
+        let visible = { (byte: UInt8) in byte > 0x20 && byte != 0x7F }
+        for filler in [UInt8(ascii: "a"), 0x21, 0x7E, 0x80, 0xFF] {
+            for position in 0..<8 {
+                for value in 0...255 {
+                    var word = [UInt8](repeating: filler, count: 8)
+                    word[position] = UInt8(value)
+                    let packed = word.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+                    #expect(HTTPHeadParser.allVisible(packed) == word.allSatisfy(visible), "\(word)")
+                }
+            }
+        }
+    }
 }

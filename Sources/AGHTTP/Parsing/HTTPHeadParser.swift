@@ -151,6 +151,7 @@ public enum HTTPHeadParser {
     /// re-read by `slowField`, which decides which error it is, in the order the rules apply.
     static func parseFields(_ storage: [UInt8], _ lines: inout LineCursor) throws(HTTPParseError) -> HTTPFields {
         let bytes = storage.span
+        let raw = bytes.bytes
         let count = bytes.count
         var list: [HTTPField] = []
         list.reserveCapacity(16)
@@ -176,7 +177,13 @@ public enum HTTPHeadParser {
             let valueStart = index
             var valueEnd = index
             // Value: field-content bytes up to CRLF; the end moves past every non-blank byte.
+            // Eight visible bytes at a time while there are (tokens and cookies are long runs).
             while index < count {
+                if index + 8 <= count, Self.allVisible(raw.unsafeLoadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+                    index += 8
+                    valueEnd = index
+                    continue
+                }
                 let byte = bytes[index]
                 if byte > 0x20 && byte != 0x7F {
                     index += 1
@@ -201,6 +208,19 @@ public enum HTTPHeadParser {
         // Whatever is left has no CRLF: the cursor says whether it is a bare LF or a cut head.
         _ = try lines.next(bytes)
         throw .malformed("header section not terminated")
+    }
+
+    /// Whether all eight bytes of `word` are visible field-content bytes (above 0x20, not DEL;
+    /// obs-text 0x80–0xFF included), the per-byte test of the value loop done on a word: a byte
+    /// below 0x21 sets its high bit in `(word - 0x21…) & ~word`, a DEL byte is a zero byte of
+    /// `word ^ 0x7F…`; either test may flag a byte above a real hit but never flags a clean word.
+    @inline(__always)
+    static func allVisible(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        let below = (word &- ones &* 0x21) & ~word & high
+        let del = word ^ (ones &* 0x7F)
+        return (below | ((del &- ones) & ~del & high)) == 0
     }
 
     /// One field line the fast path could not take: split by the cursor (a bare LF is refused
