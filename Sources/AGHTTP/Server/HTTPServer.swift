@@ -68,6 +68,9 @@ public struct HTTPServerDelegate {
 public final class HTTPServer {
     let loop: EventLoop
     let configuration: HTTPServerConfiguration
+    /// `configuration`'s read, write and idle timeouts as libevent takes them, converted once:
+    /// a connection sets them for every request.
+    let timevals: (read: timeval, write: timeval, idle: timeval)
     let handler: (HTTPServerRequest) -> Void
     let delegate: HTTPServerDelegate
     /// Set for a TLS listener: every accepted connection handshakes first.
@@ -90,6 +93,7 @@ public final class HTTPServer {
                 handler: @escaping (HTTPServerRequest) -> Void) {
         self.loop = loop
         self.configuration = configuration
+        timevals = (timeval(configuration.readTimeout), timeval(configuration.writeTimeout), timeval(configuration.idleTimeout))
         self.handler = handler
         self.delegate = delegate
         self.tls = tls

@@ -60,7 +60,7 @@ extension HTTPServerConnection {
 
     private func bodyComplete() {
         cancelDeadline()
-        setTimeouts(read: nil)
+        setTimeouts(read: .off)
     }
 
     private func bodyBroken(_ request: HTTPServerRequest, _ error: HTTPBodyError) {

@@ -96,12 +96,12 @@ final class HTTPServerConnection {
         }, context)
         bufferevent_setwatermark(bev, Int16(EV_READ), 0, configuration.readHighWatermark)
         if let handshakeTimeout = server.tls?.handshakeTimeout, isSecure {
-            setTimeouts(read: nil)
+            setTimeouts(read: .off)
             armDeadline(after: handshakeTimeout)
             bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
             return
         }
-        setTimeouts(read: configuration.idleTimeout)
+        setTimeouts(read: .idle)
         // Writes go straight to the socket (`flushOutput`); EV_WRITE is only armed while a
         // write is left over, which saves two epoll_ctl calls per response.
         bufferevent_disable(bev, Int16(EV_WRITE))
@@ -129,14 +129,25 @@ final class HTTPServerConnection {
         writer.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
     }
 
-    func setTimeouts(read: Duration?) {
+    /// Which read timeout runs: none (a handler is answering), the request's (head and body
+    /// being read) or the keep-alive idle timeout. The write timeout always runs.
+    enum ReadTimeout {
+        case off, request, idle
+    }
+
+    func setTimeouts(read: ReadTimeout) {
         guard let bev else { return }
-        var writeTV = timeval(configuration.writeTimeout)
-        if let read {
-            var readTV = timeval(read)
-            bufferevent_set_timeouts(bev, &readTV, &writeTV)
-        } else {
+        let timevals = server.timevals
+        var writeTV = timevals.write
+        switch read {
+        case .off:
             bufferevent_set_timeouts(bev, nil, &writeTV)
+        case .request:
+            var readTV = timevals.read
+            bufferevent_set_timeouts(bev, &readTV, &writeTV)
+        case .idle:
+            var readTV = timevals.idle
+            bufferevent_set_timeouts(bev, &readTV, &writeTV)
         }
     }
 
@@ -202,7 +213,7 @@ final class HTTPServerConnection {
                 refuse(HTTPLocalError(.headTooLarge))
             } else {
                 if machine.partialHeadArrived() == .startHeadDeadline { armDeadline(after: configuration.headerTimeout) }
-                setTimeouts(read: configuration.readTimeout)
+                setTimeouts(read: .request)
             }
             return false
         }
@@ -223,7 +234,7 @@ final class HTTPServerConnection {
         if server.isShuttingDown { request.keepAlive = false }
         machine.requestStarted(keepAlive: request.keepAlive)
         current = request
-        setTimeouts(read: framing == .none ? nil : configuration.readTimeout)
+        setTimeouts(read: framing == .none ? .off : .request)
         server.handler(request)
         return true
     }
@@ -265,7 +276,7 @@ final class HTTPServerConnection {
         switch machine.responseFinished(reusable: reusable) {
         case .readNextRequest:
             current = nil
-            setTimeouts(read: configuration.idleTimeout)
+            setTimeouts(read: .idle)
             processInput()
         case .drainThenClose:
             setReading(false)

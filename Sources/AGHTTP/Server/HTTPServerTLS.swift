@@ -23,7 +23,7 @@ extension HTTPServerConnection {
         if events & Int16(BEV_EVENT_CONNECTED) != 0 {
             cancelDeadline()
             machine.handshakeCompleted()
-            setTimeouts(read: configuration.idleTimeout)
+            setTimeouts(read: .idle)
             if let ssl = tlsConnection { server.delegate.tlsHandshakeCompleted?(TLSConnectionInfo.protocolVersion(ssl)) }
             return
         }

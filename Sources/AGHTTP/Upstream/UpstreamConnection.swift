@@ -26,6 +26,8 @@ final class UpstreamConnection {
     var reused = false
     /// The TCP connect completed; until then libevent's own EV_WRITE watches for it.
     private var connected = false
+    /// The response and idle timeouts, converted once per connection rather than per request.
+    private var timevals = TimevalMemo()
     var isOpen: Bool { bev != nil }
 
     /// Opens a non-blocking socket and starts connecting (and, with `tls`, the handshake for
@@ -104,8 +106,8 @@ final class UpstreamConnection {
     /// Sets the read and write timeouts; nil disables one.
     func setTimeouts(read: Duration?, write: Duration?) {
         guard let bev else { return }
-        var readTV = read.map { timeval($0) } ?? timeval()
-        var writeTV = write.map { timeval($0) } ?? timeval()
+        var readTV = read.map { timevals.convert($0) } ?? timeval()
+        var writeTV = write.map { timevals.convert($0) } ?? timeval()
         withUnsafePointer(to: &readTV) { readPointer in
             withUnsafePointer(to: &writeTV) { writePointer in
                 _ = bufferevent_set_timeouts(bev, read == nil ? nil : readPointer, write == nil ? nil : writePointer)
@@ -199,5 +201,21 @@ final class UpstreamConnection {
         } else {
             close()
         }
+    }
+}
+
+/// The last two `Duration` → `timeval` conversions of one owner: a connection sets the same
+/// few timeouts again and again, and each conversion divides a 128-bit integer.
+struct TimevalMemo {
+    private var recent: (duration: Duration, value: timeval)?
+    private var older: (duration: Duration, value: timeval)?
+
+    mutating func convert(_ duration: Duration) -> timeval {
+        if let recent, recent.duration == duration { return recent.value }
+        if let older, older.duration == duration { return older.value }
+        let value = timeval(duration)
+        older = recent
+        recent = (duration, value)
+        return value
     }
 }
