@@ -163,13 +163,12 @@ enum ForwardHeaders {
                 || field.name == .xRequestID || isListed(field, options, fields) {
                 continue
             }
-            if !extra.fields.isEmpty, extra.fields.contains(where: { fields.equalsIgnoringCase(field.nameRange, $0.name) }) {
-                continue
-            }
+            if !extra.fields.isEmpty, extra.containsName(field.nameRange, of: fields) { continue }
             writer.appendField(field, of: fields)
         }
         writer.appendField(.xRequestID, requestID)
-        for field in extra.fields { writer.appendField(field.name, field.value) }
+        // By index: the fields are borrowed where a `for in` would copy (retain) each pair.
+        for index in extra.fields.indices { writer.appendField(extra.fields[index].name, extra.fields[index].value) }
     }
 
     /// Hop-by-hop fields by name (RFC 9110 section 7.6.1), plus `Proxy-Authorization`,

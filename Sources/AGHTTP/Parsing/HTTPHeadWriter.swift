@@ -73,9 +73,12 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
     }
 
     public mutating func append(_ text: String) {
-        // Native strings hand out their UTF-8 storage directly: one memcpy, no per-byte loop.
-        var text = text
-        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+        // Native and small strings hand out their UTF-8 directly (no copy of the string, so
+        // no retain): one memcpy.
+        let copied = text.utf8.withContiguousStorageIfAvailable { append(UnsafeRawBufferPointer($0)) } != nil
+        if !copied {
+            for byte in text.utf8 { appendByte(byte) }
+        }
     }
 
     public mutating func append(_ slice: ArraySlice<UInt8>) {

@@ -22,6 +22,13 @@ public struct HTTPHeaders: Sendable, Sequence {
         return nil
     }
 
+    /// Whether a field here is named `fields.storage[range]`, ASCII case-insensitively (by
+    /// index, so that no field is copied: this runs for every upstream response field).
+    public func containsName(_ range: Range<Int>, of other: HTTPFields) -> Bool {
+        for index in fields.indices where other.equalsIgnoringCase(range, fields[index].name) { return true }
+        return false
+    }
+
     /// Every value of `name`, in order.
     public func values(_ name: String) -> [String] {
         fields.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
