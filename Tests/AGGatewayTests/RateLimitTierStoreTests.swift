@@ -117,4 +117,36 @@ struct RateLimitTierStoreTests {
         #expect(TierStore.Event(json: Array("not json".utf8)) == nil)
         #expect(TierStore.Event(json: Array(#"{"type":"tiers","tier":"x","numbers":{"api":0}}"#.utf8)) == nil)
     }
+
+    /// The version moves with every change that changes something, and only then.
+    @Test func theVersionMovesWithEveryChange() {
+        let store = TierStore()
+        let start = store.version
+        store.apply(event: .tenantTier(appID: Self.app, tier: "pro"))
+        #expect(store.version == start + 1)
+        store.replace(store.overrides)
+        #expect(store.version == start + 1, "the same overrides again are no change")
+        store.replace(TierStore.Overrides())
+        #expect(store.version == start + 2)
+    }
+
+    /// A worker's memo answers from memory while snapshot and version stay, and asks again
+    /// after either moves, or for another tenant.
+    @Test func theMemoForgetsOnANewVersionOrSnapshot() {
+        final class Object {}
+        let memo = TierMemo<Object, Object>()
+        let (tenant, other, snapshot, nextSnapshot) = (Object(), Object(), Object(), Object())
+        var computed = 0
+        let gold = Self.fileTiers["gold"]!, free = RateTier.builtIn["free"]!
+        func tier(_ key: Object, _ owner: Object, _ version: UInt64, _ answer: RateTier) -> RateTier {
+            memo.tier(for: key, in: owner, version: version) { computed += 1; return answer }
+        }
+        #expect(tier(tenant, snapshot, 1, gold) == gold)
+        #expect(tier(tenant, snapshot, 1, free) == gold, "remembered")
+        #expect(computed == 1)
+        #expect(tier(other, snapshot, 1, free) == free, "another tenant is its own entry")
+        #expect(tier(tenant, snapshot, 2, free) == free, "a new version forgets")
+        #expect(tier(tenant, nextSnapshot, 2, gold) == gold, "a new snapshot forgets")
+        #expect(computed == 4)
+    }
 }

@@ -3,6 +3,7 @@ import AGPolicy
 import AGFormats
 import AGRedis
 import AGSync
+import Synchronization
 
 /// Runtime tier state of one instance, shared by its workers: the file's tiers (from the
 /// snapshot) overlaid with the overrides operators set through the admin API.
@@ -33,8 +34,14 @@ public final class TierStore: Sendable {
     }
 
     private let state = Locked(Overrides())
+    /// Moves on with every change of the overrides (after it, inside the lock), so a worker's
+    /// memo of effective tiers (`TierMemo`) knows when to forget them.
+    private let changes = Atomic<UInt64>(0)
 
     public init() {}
+
+    /// The number of changes so far; equal values mean the same overrides.
+    public var version: UInt64 { changes.load(ordering: .acquiring) }
 
     /// A copy of the overrides in force.
     public var overrides: Overrides {
@@ -43,7 +50,11 @@ public final class TierStore: Sendable {
 
     /// Replaces every override at once (after reading both hashes).
     public func replace(_ overrides: Overrides) {
-        state.withLock { $0 = overrides }
+        state.withLock {
+            guard $0 != overrides else { return }
+            $0 = overrides
+            changes.add(1, ordering: .releasing)
+        }
     }
 
     /// The tier a tenant's requests are limited by.
@@ -138,6 +149,7 @@ public final class TierStore: Sendable {
             case .tierNumbers(let name, let numbers):
                 overrides.tierNumbers[name] = numbers
             }
+            changes.add(1, ordering: .releasing)
         }
     }
 

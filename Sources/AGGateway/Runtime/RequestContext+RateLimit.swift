@@ -5,7 +5,7 @@ import AGHTTP
 extension RequestContext {
     /// The tenant's tier now: its file tier, or the runtime override, with runtime numbers.
     func effectiveTier(_ tenant: Tenant) -> RateTier {
-        services.tiers.effectiveTier(appID: tenant.appID, fileTier: tenant.config.tier, fileTiers: snapshot.gateway.tiers)
+        services.tiers.effectiveTier(for: tenant, in: snapshot)
     }
 
     /// The client's address: the socket peer, or the last address of `X-Forwarded-For` that

@@ -5,6 +5,8 @@ import AGRedis
 protocol TierAdministration: AnyObject {
     /// The tier a tenant's requests are limited by now (file tier or runtime override).
     func effectiveTier(appID: String, fileTier: String, fileTiers: [String: RateTier]) -> RateTier
+    /// `effectiveTier` for a request: `tenant` of `snapshot` (what a worker may remember).
+    func effectiveTier(for tenant: Tenant, in snapshot: GatewaySnapshot) -> RateTier
     func tenantTierOverride(appID: String) -> String?
     func effectiveTiers(fileTiers: [String: RateTier]) -> [String: RateTier]
     func setTenantTier(appID: String, tier: String, fileTiers: [String: RateTier],
@@ -14,10 +16,18 @@ protocol TierAdministration: AnyObject {
                  completion: @escaping (Result<RateTier, TierChangeError>) -> Void)
 }
 
+extension TierAdministration {
+    func effectiveTier(for tenant: Tenant, in snapshot: GatewaySnapshot) -> RateTier {
+        effectiveTier(appID: tenant.appID, fileTier: tenant.config.tier, fileTiers: snapshot.gateway.tiers)
+    }
+}
+
 /// The instance's `TierStore`, with its changes written through one worker's Redis connection.
+/// Per worker, loop thread only: its memo answers a request's tier without the store's lock.
 final class RedisTierAdministration: TierAdministration {
     private let store: TierStore
     private let redis: RedisClient
+    private let memo = TierMemo<Tenant, GatewaySnapshot>()
 
     init(store: TierStore, redis: RedisClient) {
         self.store = store
@@ -26,6 +36,12 @@ final class RedisTierAdministration: TierAdministration {
 
     func effectiveTier(appID: String, fileTier: String, fileTiers: [String: RateTier]) -> RateTier {
         store.effectiveTier(appID: appID, fileTier: fileTier, fileTiers: fileTiers)
+    }
+
+    func effectiveTier(for tenant: Tenant, in snapshot: GatewaySnapshot) -> RateTier {
+        memo.tier(for: tenant, in: snapshot, version: store.version) {
+            store.effectiveTier(appID: tenant.appID, fileTier: tenant.config.tier, fileTiers: snapshot.gateway.tiers)
+        }
     }
 
     func tenantTierOverride(appID: String) -> String? {
@@ -48,5 +64,28 @@ final class RedisTierAdministration: TierAdministration {
     func setTier(name: String, numbers: TierNumbers, fileTiers: [String: RateTier],
                  completion: @escaping (Result<RateTier, TierChangeError>) -> Void) {
         store.setTier(name: name, numbers: numbers, fileTiers: fileTiers, redis: redis, completion: completion)
+    }
+}
+
+/// One worker's effective tiers, remembered per tenant while the snapshot and the overrides'
+/// version stay the same: a proxied request then finds its tier with one identity lookup,
+/// not the shared store's lock and three string-keyed dictionary lookups. Each entry keeps its
+/// tenant (and the memo its snapshot) alive, so an identifier is never reused while
+/// remembered. Bounded by the snapshot's tenants. Loop thread only.
+final class TierMemo<Key: AnyObject, Owner: AnyObject> {
+    private var owner: Owner?
+    private var version: UInt64 = 0
+    private var tiers: [ObjectIdentifier: (key: Key, tier: RateTier)] = [:]
+
+    func tier(for key: Key, in owner: Owner, version: UInt64, compute: () -> RateTier) -> RateTier {
+        if owner !== self.owner || version != self.version {
+            tiers.removeAll(keepingCapacity: true)
+            self.owner = owner
+            self.version = version
+        }
+        if let entry = tiers[ObjectIdentifier(key)], entry.key === key { return entry.tier }
+        let tier = compute()
+        tiers[ObjectIdentifier(key)] = (key, tier)
+        return tier
     }
 }
