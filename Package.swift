@@ -1,6 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+let uncheckedExclusivity: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let package = Package(
     name: "attestgate",
     products: [
@@ -22,8 +24,8 @@ let package = Package(
         .target(name: "AGEventLoop", dependencies: ["AGSync", "CEvent", "CShims"]),
         .target(name: "AGCrypto", dependencies: ["AGSync", "COpenSSL", "CShims"]),
         .target(name: "AGYAML", dependencies: ["CYAML"]),
-        .target(name: "AGRedis", dependencies: ["AGEventLoop", "CHiredis", "CShims"]),
-        .target(name: "AGHTTP", dependencies: ["AGSync", "AGEventLoop", "AGCrypto", "CEvent", "CShims"]),
+        .target(name: "AGRedis", dependencies: ["AGEventLoop", "CHiredis", "CShims"], swiftSettings: uncheckedExclusivity),
+        .target(name: "AGHTTP", dependencies: ["AGSync", "AGEventLoop", "AGCrypto", "CEvent", "CShims"], swiftSettings: uncheckedExclusivity),
 
         // Pure domain code: no sockets, no C, the clock injected.
         .target(name: "AGFormats"),
@@ -34,7 +36,7 @@ let package = Package(
         .target(name: "AGPolicy", dependencies: ["AGConfig", "AGFormats", "AGRedis"]),
 
         // The runtime gateway: workers, routers, handlers, stores, admin API, metrics.
-        .target(name: "AGGateway", dependencies: ["AGSync", "AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGPlatformSSO", "AGRedis", "AGHTTP", "AGConfig", "AGPolicy"]),
+        .target(name: "AGGateway", dependencies: ["AGSync", "AGCrypto", "AGFormats", "AGJOSE", "AGAppAttest", "AGPlatformSSO", "AGRedis", "AGHTTP", "AGConfig", "AGPolicy"], swiftSettings: uncheckedExclusivity),
 
         // Tools: the test CA and echo upstream (never imported by the serving path), the
         // simulated device and Mac, the fuzz targets (the library is built and replayed by the

@@ -122,6 +122,12 @@ final class HTTPServerConnection {
         }
     }
 
+    /// Whether the head scanned so far ends its lines with a bare LF (a function of its own so
+    /// that the span of the stored bytes lives inside one call).
+    private static func endsInBareLineFeed(_ storage: [UInt8]) -> Bool {
+        HTTPHeadParser.boundary(storage.span) == .bareLineFeed
+    }
+
     /// Builds a head with the connection's writer and queues it in one piece.
     func writeHead(_ build: (inout HTTPHeadWriter) -> Void) {
         writer.reset()
@@ -207,7 +213,7 @@ final class HTTPServerConnection {
         if found.pos < 0 || found.pos + 4 > maxHead {
             let scanned = min(available, maxHead)
             copyHead(scanned)
-            if HTTPHeadParser.boundary(headStorage.span) == .bareLineFeed {
+            if Self.endsInBareLineFeed(headStorage) {
                 refuse(HTTPLocalError(.malformed("bare LF line ending")))
             } else if found.pos >= 0 || available > maxHead {
                 refuse(HTTPLocalError(.headTooLarge))
