@@ -42,7 +42,9 @@ public enum JSONFlatObject {
         guard offset < end, bytes[offset] == UInt8(ascii: "{") else { return nil }
         offset += 1
         var names: [Range<Int>] = []
+        names.reserveCapacity(8)
         var members: [(name: String, value: String)] = []
+        members.reserveCapacity(8)
         skipWhitespace()
         if offset < end, bytes[offset] == UInt8(ascii: "}") {
             offset += 1

@@ -41,6 +41,7 @@ final class RequestContext {
         guard !answered else { return }
         answered = true
         var all = headers
+        all.reserveCapacity(headers.count + 3 + extraHeaders.count)
         all.add("Content-Type", contentType)
         all.add("X-Request-ID", requestID)
         if all["Cache-Control"] == nil { all.add("Cache-Control", "no-store") }

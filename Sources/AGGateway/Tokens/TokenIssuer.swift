@@ -22,17 +22,17 @@ struct TokenIssuer {
         var custom = tenant.config.customClaims
         if let subscription { custom["subscription"] = subscription }
         var claims = JSONObjectWriter()
-        claims.add("aud", JSONValue.string(tenant.config.token.audience))
-        claims.add("bundle_id", JSONValue.string(tenant.config.bundleID))
+        claims.add("aud", tenant.config.token.audience)
+        claims.add("bundle_id", tenant.config.bundleID)
         if !custom.isEmpty { claims.add("custom_claims", JSONValue.object(custom)) }
-        claims.add("exp", JSONValue.integer(issuedAt + lifetime))
-        claims.add("iat", JSONValue.integer(issuedAt))
-        claims.add("iss", JSONValue.string(issuer))
-        claims.add("jti", JSONValue.string(RequestID.newUUID()))
-        claims.add("nbf", JSONValue.integer(issuedAt))
-        claims.add("sub", JSONValue.string(keyID))
-        if let subjectID { claims.add("subject_id", JSONValue.string(subjectID)) }
-        claims.add("team_id", JSONValue.string(tenant.config.teamID))
+        claims.add("exp", Int(issuedAt + lifetime))
+        claims.add("iat", Int(issuedAt))
+        claims.add("iss", issuer)
+        claims.add("jti", RequestID.newUUID())
+        claims.add("nbf", Int(issuedAt))
+        claims.add("sub", keyID)
+        if let subjectID { claims.add("subject_id", subjectID) }
+        claims.add("team_id", tenant.config.teamID)
         let token = try keys.signer.sign(payload: claims.finishedBytes())
         return Issued(token: token, expiresAt: issuedAt + lifetime)
     }
