@@ -20,6 +20,14 @@ public enum AssertionVerifier {
     ///   - previousCounter: the stored counter; the assertion's must be strictly greater.
     public static func verify(assertion: [UInt8], clientDataHash: [UInt8], publicKey: P256.PublicKey,
                               appID: String, previousCounter: UInt32) throws(AssertionError) -> UInt32 {
+        try verify(assertion: assertion, clientDataHash: clientDataHash, publicKey: publicKey,
+                   rpIDHash: AppAttest.rpIDHash(appID: appID), previousCounter: previousCounter)
+    }
+
+    /// The same, with the App ID's RP ID hash (`AppAttest.rpIDHash(appID:)`) computed once by
+    /// the caller (the gateway keeps it per tenant) instead of on every assertion.
+    public static func verify(assertion: [UInt8], clientDataHash: [UInt8], publicKey: P256.PublicKey,
+                              rpIDHash: [UInt8], previousCounter: UInt32) throws(AssertionError) -> UInt32 {
         guard clientDataHash.count == SHA256.byteCount else { throw .invalidClientDataHash }
         let object: CBORValue
         do {
@@ -46,7 +54,7 @@ public enum AssertionVerifier {
         let nonce = SHA256.hash(authenticatorBytes, clientDataHash)
         guard publicKey.isValidSignature(derSignature: signature, for: nonce) else { throw .signatureInvalid }
 
-        guard constantTimeEquals(Array(authenticatorData.rpIDHash), AppAttest.rpIDHash(appID: appID)) else {
+        guard constantTimeEquals(Array(authenticatorData.rpIDHash), rpIDHash) else {
             throw .rpIDHashMismatch
         }
         let counter = authenticatorData.counter

@@ -77,7 +77,19 @@ public struct JWSCompact: Sendable {
         members["alg"] = .string(key.algorithm.rawValue)
         if let keyID { members["kid"] = .string(keyID) }
         if let type { members["typ"] = .string(type) }
-        var signingInput = Array(Base64.encodeURL(JSONValue.object(members).serialized()).utf8)
+        return try sign(encodedHeader: encodedHeader(members), payload: payload, key: key)
+    }
+
+    /// The first segment of a compact JWS: the base64url of the header's compact JSON.
+    static func encodedHeader(_ members: [String: JSONValue]) -> [UInt8] {
+        Array(Base64.encodeURL(JSONValue.object(members).serialized()).utf8)
+    }
+
+    /// Signs `payload` under an already encoded header (`encodedHeader`), so a signer that
+    /// always uses the same header builds it once.
+    static func sign(encodedHeader: [UInt8], payload: [UInt8], key: JWSSigningKey) throws(JOSEError) -> String {
+        var signingInput = encodedHeader
+        signingInput.reserveCapacity(encodedHeader.count + payload.count * 4 / 3 + 100)
         signingInput.append(UInt8(ascii: "."))
         signingInput.append(contentsOf: Base64.encodeURL(payload).utf8)
         let signature = try key.signature(for: signingInput)

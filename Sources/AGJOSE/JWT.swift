@@ -4,10 +4,13 @@ public import AGFormats
 public struct JWTSigner: Sendable {
     public let key: JWSSigningKey
     public let keyID: String
+    /// The encoded `{"alg","kid","typ":"JWT"}` header, built once rather than per token.
+    private let jwtHeader: [UInt8]
 
     public init(key: JWSSigningKey, keyID: String) {
         self.key = key
         self.keyID = keyID
+        jwtHeader = JWSCompact.encodedHeader(["alg": .string(key.algorithm.rawValue), "kid": .string(keyID), "typ": .string("JWT")])
     }
 
     public var algorithm: JWSAlgorithm { key.algorithm }
@@ -19,7 +22,8 @@ public struct JWTSigner: Sendable {
 
     /// A compact JWS over `payload` (already serialized JSON), header `{"alg","kid","typ"}`.
     public func sign(payload: [UInt8], type: String = "JWT") throws(JOSEError) -> String {
-        try JWSCompact.sign(payload: payload, key: key, keyID: keyID, type: type)
+        if type == "JWT" { return try JWSCompact.sign(encodedHeader: jwtHeader, payload: payload, key: key) }
+        return try JWSCompact.sign(payload: payload, key: key, keyID: keyID, type: type)
     }
 }
 

@@ -22,13 +22,23 @@ extension RedisClient {
     public func evalScript(_ script: RedisScript, keys: [String] = [], args: [String] = [],
                            confirmedBy replicas: Int = 0, within: Duration = .zero,
                            completion: @escaping (Result<RedisValue, RedisError>) -> Void) {
-        let tail = [String(keys.count)] + keys + args
-        send(["EVALSHA", script.sha1] + tail, confirmedBy: replicas, within: within) { [weak self] result in
+        // One array, built in place: this runs for every attestation-route command.
+        func command(_ name: String, _ body: String) -> [String] {
+            var command: [String] = []
+            command.reserveCapacity(3 + keys.count + args.count)
+            command.append(name)
+            command.append(body)
+            command.append(String(keys.count))
+            command.append(contentsOf: keys)
+            command.append(contentsOf: args)
+            return command
+        }
+        send(command("EVALSHA", script.sha1), confirmedBy: replicas, within: within) { [weak self] result in
             guard case .failure(.server(let message)) = result, message.hasPrefix("NOSCRIPT"), let self else {
                 completion(result)
                 return
             }
-            self.send(["EVAL", script.source] + tail, confirmedBy: replicas, within: within, completion: completion)
+            self.send(command("EVAL", script.source), confirmedBy: replicas, within: within, completion: completion)
         }
     }
 }

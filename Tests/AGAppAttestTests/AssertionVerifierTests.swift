@@ -12,6 +12,16 @@ struct AssertionVerifierTests {
             appID: vector.appID, previousCounter: vector.previousCounter)
         #expect(counter == vector.counter)
         #expect(AppAttest.keyID(for: vector.publicKey) == vector.keyID)
+        // The precomputed-hash form (the gateway's) agrees, and the hash is really compared.
+        let rpIDHash = AppAttest.rpIDHash(appID: vector.appID)
+        #expect(try AssertionVerifier.verify(assertion: vector.assertion, clientDataHash: vector.clientDataHash,
+                                             publicKey: vector.publicKey, rpIDHash: rpIDHash,
+                                             previousCounter: vector.previousCounter) == vector.counter)
+        #expect(throws: AssertionError.rpIDHashMismatch) {
+            try AssertionVerifier.verify(assertion: vector.assertion, clientDataHash: vector.clientDataHash,
+                                         publicKey: vector.publicKey, rpIDHash: SHA256.hash(Array((vector.appID + "x").utf8)),
+                                         previousCounter: vector.previousCounter)
+        }
     }
 
     @Test("replays, wrong inputs and tampering are rejected", arguments: Vectors.assertions)

@@ -22,6 +22,9 @@ struct DigestTests {
         let second = Array("data".utf8)
         #expect(SHA256.hash(first, second) == SHA256.hash(first + second))
         #expect(SHA256.hash([], []) == SHA256.hash([UInt8]()))
+        // Both parts are hashed, in order (FIPS 180-4 "abc").
+        #expect(SHA256.hash(Array("ab".utf8), Array("c".utf8)) == hex("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"))
+        #expect(SHA256.hash([], Array("abc".utf8)) == SHA256.hash(Array("abc".utf8), []))
     }
 
     @Test("HMAC-SHA-256 known answers (RFC 4231 cases 1, 2, 6)", arguments: [

@@ -7,28 +7,57 @@ public enum SHA256 {
 
     /// The SHA-256 digest of `data`.
     ///
-    /// Uses OpenSSL's one-shot `SHA256()`, which skips the EVP fetch and context allocation
-    /// that dominate the cost of hashing the short inputs this gateway hashes (App IDs,
-    /// challenges, authenticator data). Contiguous inputs (arrays, native `String.UTF8View`)
-    /// are not copied.
+    /// Hashes with the SHA-256 implementation fetched once per process (`FetchedDigest`): in
+    /// OpenSSL 3 the one-shot `SHA256()` is `EVP_Q_digest`, which fetches the implementation
+    /// from the provider store (a locked look-up) on every call — a third of the cost of
+    /// hashing the short inputs this gateway hashes (challenges, authenticator data).
+    /// Contiguous inputs (arrays, native `String.UTF8View`) are not copied.
     public static func hash<D: Sequence>(_ data: D) -> [UInt8] where D.Element == UInt8 {
         withCBytes(data) { base, count in
-            [UInt8](unsafeUninitializedCapacity: byteCount) { output, initialized in
-                _ = COpenSSL.SHA256(base, count, output.baseAddress)
-                initialized = byteCount
-            }
+            digest { context in EVP_DigestUpdate(context, base, count) }
         }
     }
 
     /// The SHA-256 digest of the concatenation of `first` and `second`, without building the
     /// concatenation (App Attest: `SHA256(authenticatorData || clientDataHash)`).
     public static func hash(_ first: [UInt8], _ second: [UInt8]) -> [UInt8] {
-        var joined = [UInt8]()
-        joined.reserveCapacity(first.count + second.count)
-        joined.append(contentsOf: first)
-        joined.append(contentsOf: second)
-        return hash(joined)
+        withCBytes(first) { firstBase, firstCount in
+            withCBytes(second) { secondBase, secondCount in
+                digest { context in
+                    EVP_DigestUpdate(context, firstBase, firstCount) == 1 ? EVP_DigestUpdate(context, secondBase, secondCount) : 0
+                }
+            }
+        }
     }
+
+    /// Runs `update` on a context initialised for SHA-256 and returns the digest.
+    private static func digest(_ update: (OpaquePointer) -> Int32) -> [UInt8] {
+        let context = EVP_MD_CTX_new()
+        defer { EVP_MD_CTX_free(context) }
+        return [UInt8](unsafeUninitializedCapacity: byteCount) { output, initialized in
+            var length: UInt32 = 0
+            let ok = context != nil && EVP_DigestInit_ex2(context, FetchedDigest.sha256.pointer, nil) == 1
+                && update(context!) == 1 && EVP_DigestFinal_ex(context, output.baseAddress, &length) == 1
+            // SHA-256 only fails on allocation failure, which Swift treats as fatal too.
+            precondition(ok && length == UInt32(byteCount), "SHA-256 failed")
+            initialized = byteCount
+        }
+    }
+}
+
+/// The SHA-256 implementation, fetched from the default provider once per process.
+///
+/// `@unchecked Sendable` invariant: an `EVP_MD` is immutable after `EVP_MD_fetch` and OpenSSL
+/// lets any number of threads initialise contexts from it; it is never freed.
+private final class FetchedDigest: @unchecked Sendable {
+    let pointer: OpaquePointer?
+
+    init(name: String) {
+        pointer = EVP_MD_fetch(nil, name, nil)
+        precondition(pointer != nil, "OpenSSL has no \(name) implementation")
+    }
+
+    static let sha256 = FetchedDigest(name: "SHA256")
 }
 
 /// HMAC with SHA-256 (RFC 2104).

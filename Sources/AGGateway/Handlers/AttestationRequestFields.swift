@@ -4,18 +4,38 @@ import Foundation
 /// The JSON body of an attestation route (validate, refresh): its string fields, plus the
 /// challenge and `subjectId` checks both routes share. Every failure is 400 `bad_request`.
 struct AttestationRequestFields {
-    private let fields: [String: JSONValue]
+    /// The members as parsed: by the fast scanner when the body has its usual shape (every
+    /// member a plain ASCII string, see `JSONFlatObject`), else by the strict JSON parser, which
+    /// is the one that refuses. Both give the same members for a body both accept.
+    private enum Members {
+        case flat([(name: String, value: String)])
+        case parsed([String: JSONValue])
+    }
+
+    private let members: Members
 
     init(body: [UInt8]) throws(GatewayError) {
+        if let flat = JSONFlatObject.scan(body) {
+            members = .flat(flat)
+            return
+        }
         guard let json = try? JSONValue(parsing: body), case .object(let fields) = json else {
             throw .badRequest("the body must be a JSON object")
         }
-        self.fields = fields
+        members = .parsed(fields)
+    }
+
+    /// Member `name` as the strict parser would give it.
+    private func member(_ name: String) -> JSONValue? {
+        switch members {
+        case .flat(let flat): flat.first { $0.name == name }.map { .string($0.value) }
+        case .parsed(let fields): fields[name]
+        }
     }
 
     /// A required, non-empty string field.
     func string(_ name: String) throws(GatewayError) -> String {
-        guard let value = fields[name] else { throw .badRequest("missing field \(name)") }
+        guard let value = member(name) else { throw .badRequest("missing field \(name)") }
         guard case .string(let text) = value, !text.isEmpty else { throw .badRequest("\(name) must be a non-empty string") }
         return text
     }
@@ -31,7 +51,7 @@ struct AttestationRequestFields {
 
     /// `subjectId` as a lower-case UUID, or nil when absent.
     func subjectID() throws(GatewayError) -> String? {
-        switch fields["subjectId"] {
+        switch member("subjectId") {
         case nil, .null?:
             return nil
         case .string(let text)?:

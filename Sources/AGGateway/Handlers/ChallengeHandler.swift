@@ -17,9 +17,9 @@ enum ChallengeHandler {
                 guard let issued else { return context.storeFailed(StoreFailure(description: "challenge not issued")) }
                 var json = JSONObjectWriter()
                 json.add("challenge", issued.challenge)
-                json.add("expiresAt", UTCDateTime(unixMilliseconds: issued.issuedAtMilliseconds + ttl.milliseconds).iso8601())
+                json.add("expiresAt", UTCDateTime(unixMilliseconds: issued.issuedAtMilliseconds + ttl.milliseconds), fractional: false)
                 json.add("ttl", Int(ttl.milliseconds / 1000))
-                context.respond(status: 200, json: json.finished())
+                context.respond(status: 200, json: json)
             case .failure(let error):
                 context.storeFailed(error)
             }

@@ -49,7 +49,7 @@ enum RefreshHandler {
         let newCounter: UInt32
         do throws(AssertionError) {
             newCounter = try AssertionVerifier.verify(assertion: request.assertion, clientDataHash: request.clientDataHash,
-                                                      publicKey: key, appID: tenant.appID, previousCounter: counter)
+                                                      publicKey: key, rpIDHash: tenant.rpIDHash, previousCounter: counter)
         } catch {
             refuse(context, tenant: tenant, request: request, publicKey: publicKey, error: error)
             return

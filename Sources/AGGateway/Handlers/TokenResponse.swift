@@ -32,8 +32,8 @@ enum TokenResponse {
             var json = JSONObjectWriter()
             if let isValid { json.add("isValid", isValid) }
             json.add("token", issued.token)
-            json.add("expiresAt", UTCDateTime(unixSeconds: issued.expiresAt).iso8601())
-            context.respond(status: 200, json: json.finished())
+            json.add("expiresAt", UTCDateTime(unixSeconds: issued.expiresAt), fractional: false)
+            context.respond(status: 200, json: json)
         } catch {
             context.services.logger.logRepeated(.error, "token signing failed", key: "token signing failed",
                                                 [("error", .string(String(describing: error)))])

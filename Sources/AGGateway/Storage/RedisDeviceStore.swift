@@ -35,23 +35,37 @@ final class RedisDeviceStore: DeviceRecords {
 
     /// Keys and arguments the two prepare scripts share: device, challenge, month set, grace;
     /// now, keyId, challenge ttl, mad limit, grace, month key ttl.
+    /// `extraKey` / `extraArgument` follow (the refresh's bucket), so the arrays are built once.
     private func quotaAndChallenge(tenant: Tenant, keyID: String, challenge: String, challengeTTL: Duration,
-                                   madLimit: DeviceLimit, grace: Duration) -> (keys: [String], args: [String]) {
+                                   madLimit: DeviceLimit, grace: Duration, extraKey: String? = nil,
+                                   extraArgument: String? = nil) -> (keys: [String], args: [String]) {
         let now = time.nowMicroseconds
         let month = UTCDateTime(unixMilliseconds: now / 1000).monthKey
-        return ([Self.deviceKey(tenant, keyID), Self.challengeKey(tenant, challenge), Self.madKey(tenant, month),
-                 Self.graceKey(tenant, month)],
-                [String(now), keyID, String(challengeTTL.milliseconds), madLimit.scriptArgument, String(grace.milliseconds),
-                 String(Self.monthKeyTTL)])
+        var keys = [String]()
+        keys.reserveCapacity(5)
+        keys.append(Self.deviceKey(tenant, keyID))
+        keys.append(Self.challengeKey(tenant, challenge))
+        keys.append(Self.madKey(tenant, month))
+        keys.append(Self.graceKey(tenant, month))
+        if let extraKey { keys.append(extraKey) }
+        var args = [String]()
+        args.reserveCapacity(7)
+        args.append(String(now))
+        args.append(keyID)
+        args.append(String(challengeTTL.milliseconds))
+        args.append(madLimit.scriptArgument)
+        args.append(String(grace.milliseconds))
+        args.append(String(Self.monthKeyTTL))
+        if let extraArgument { args.append(extraArgument) }
+        return (keys, args)
     }
 
     func prepareRefresh(_ request: RefreshPreparation,
                         completion: @escaping (Result<(RateLimitOutcome, RefreshPrepared), StoreFailure>) -> Void) {
         let bucket = request.bucket
-        let shared = quotaAndChallenge(tenant: request.tenant, keyID: request.keyID, challenge: request.challenge,
-                                       challengeTTL: request.challengeTTL, madLimit: request.madLimit, grace: request.grace)
-        let keys = shared.keys + [bucket.key]
-        let args = shared.args + [String(bucket.limitPerMinute)]
+        let (keys, args) = quotaAndChallenge(tenant: request.tenant, keyID: request.keyID, challenge: request.challenge,
+                                             challengeTTL: request.challengeTTL, madLimit: request.madLimit, grace: request.grace,
+                                             extraKey: bucket.key, extraArgument: String(bucket.limitPerMinute))
         redis.evalScript(DeviceScripts.prepareRefresh, keys: keys, args: args) { result in
             completion(Self.store(result).flatMap { value in
                 guard let reply = value.array, reply.count == 2,

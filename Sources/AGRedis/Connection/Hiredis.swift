@@ -2,6 +2,9 @@ internal import CHiredis
 internal import CShims
 internal import AGEventLoop
 
+/// What hiredis calls with a reply (or NULL when the context goes away) and the privdata.
+typealias ReplyCallback = @convention(c) (UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void
+
 /// One hiredis async context and the bookkeeping that decides who releases it.
 ///
 /// `ac->data` holds one retain of this object from creation until hiredis is done with the
@@ -19,6 +22,8 @@ final class HiredisContext {
     /// Times out the `SUBSCRIBE` confirmations (first subscription or health check), which
     /// hiredis keeps outside its reply queue.
     var subscriptionProbe: PendingCommand?
+    /// Encodes every command of this context into one reused buffer.
+    private var writer = RESPWriter()
 
     private init(ac: UnsafeMutablePointer<redisAsyncContext>, owner: RedisConnection) {
         self.ac = ac
@@ -56,17 +61,7 @@ final class HiredisContext {
     func send(_ arguments: RedisArguments, command: PendingCommand) -> Bool {
         guard !isFreeing else { return false }
         let privdata = Unmanaged.passRetained(command)
-        let status = switch arguments {
-        case .strings(let items):
-            withArgv(items.lazy.map(\.utf8)) { argc, argv, lengths in
-                redisAsyncCommandArgv(ac, Self.onReply, privdata.toOpaque(), argc, argv, lengths)
-            }
-        case .bytes(let items):
-            withArgv(items) { argc, argv, lengths in
-                redisAsyncCommandArgv(ac, Self.onReply, privdata.toOpaque(), argc, argv, lengths)
-            }
-        }
-        if status != REDIS_OK {
+        guard queue(arguments, callback: Self.onReply, privdata: privdata.toOpaque()) else {
             privdata.release()
             return false
         }
@@ -78,9 +73,19 @@ final class HiredisContext {
     /// the privdata is this context (alive until then) rather than a per-command retain.
     func subscribe(_ channels: [String]) -> Bool {
         guard !isFreeing else { return false }
-        let arguments = (["SUBSCRIBE"] + channels).lazy.map(\.utf8)
-        let status = withArgv(arguments) { argc, argv, lengths in
-            redisAsyncCommandArgv(ac, Self.onSubscriptionPush, Unmanaged.passUnretained(self).toOpaque(), argc, argv, lengths)
+        return queue(.strings(["SUBSCRIBE"] + channels), callback: Self.onSubscriptionPush,
+                     privdata: Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Encodes the command with this context's `RESPWriter` and hands hiredis the finished
+    /// bytes; hiredis copies them into its output buffer (and, as for its own formatting, looks
+    /// at the command name for the subscribe commands) before returning.
+    private func queue(_ arguments: RedisArguments, callback: ReplyCallback, privdata: UnsafeMutableRawPointer) -> Bool {
+        writer.encode(arguments)
+        // hiredis finds the command name with strchr/strtol, as in its own NUL-terminated
+        // buffers: the writer's terminator (not sent) keeps those scans inside this buffer.
+        let status = writer.terminated.withUnsafeBytes { buffer in
+            redisAsyncFormattedCommand(ac, callback, privdata, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), buffer.count - 1)
         }
         return status == REDIS_OK
     }
@@ -129,7 +134,7 @@ final class HiredisContext {
         context.owner?.contextLost(context, reason: reason)
     }
 
-    private static let onReply: @convention(c) (UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { ac, reply, privdata in
+    private static let onReply: ReplyCallback = { ac, reply, privdata in
         let command = Unmanaged<PendingCommand>.fromOpaque(privdata!).takeRetainedValue()
         guard let reply else {
             command.complete(.failure(.unavailable(ac.map { errorMessage($0) } ?? "connection closed")))
@@ -143,7 +148,7 @@ final class HiredisContext {
         }
     }
 
-    private static let onSubscriptionPush: @convention(c) (UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { _, reply, privdata in
+    private static let onSubscriptionPush: ReplyCallback = { _, reply, privdata in
         // A NULL reply means the context is being freed; the disconnect callback reports that.
         guard let reply else { return }
         let context = Unmanaged<HiredisContext>.fromOpaque(privdata!).takeUnretainedValue()
@@ -170,6 +175,24 @@ extension RedisValue {
         default:
             self = .null
         }
+    }
+}
+
+/// hiredis's own encoding of `arguments` (`redisFormatCommandArgv`): the reference
+/// `RESPWriterTests` checks `RESPWriter` against. Not used to send.
+func hiredisFormatted(_ arguments: RedisArguments) -> [UInt8] {
+    func format<Args: Collection>(_ items: Args) -> [UInt8] where Args.Element: Collection<UInt8> {
+        withArgv(items) { argc, argv, lengths in
+            var target: UnsafeMutablePointer<CChar>?
+            let length = redisFormatCommandArgv(&target, argc, argv, lengths)
+            defer { redisFreeCommand(target) }
+            guard length >= 0, let target else { return [] }
+            return Array(UnsafeRawBufferPointer(start: target, count: Int(length)))
+        }
+    }
+    switch arguments {
+    case .strings(let items): return format(items.lazy.map(\.utf8))
+    case .bytes(let items): return format(items)
     }
 }
 
