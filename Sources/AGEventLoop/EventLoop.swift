@@ -9,17 +9,15 @@ import Synchronization
 /// Everything that touches the base (servers, connections, Redis, timers) is created and used on
 /// the loop's own thread; other threads may only hand it work through `execute(_:)`.
 public final class EventLoop: @unchecked Sendable {
-    // Invariant: `base` is used only on the loop thread. Other threads append to the
-    // mutex-guarded queues and write to `wakeFD`, an eventfd the base watches: the base needs
-    // no lock of its own (`EVENT_BASE_FLAG_NOLOCK`), which spares every event_add/del, and so
-    // every bufferevent call of a request, a lock and unlock (~25 per proxied request).
+    // Invariant: `base` is used only on the loop thread, except `event_active` on `wakeEvent`
+    // (made thread-safe by `evthread_use_pthreads` before the base was created) and the
+    // mutex-guarded queue.
     /// The `event_base`, for the wrapper modules of this package (HTTP, Redis) that attach C
     /// objects to the loop; it never leaves the package.
     package let base: OpaquePointer
     /// The thread running the loop (`pthread_t` bits), 0 until `run()`.
     private let owner = Atomic<UInt>(0)
     private var wakeEvent: OpaquePointer?
-    private let wakeFD: Int32
     private let pending = Locked<[@Sendable () -> Void]>([])
     /// Work that frees something of the base's (an evdns base): run by the loop like `pending`,
     /// or, once the loop has stopped, after `run()` returns or before the base is freed.
@@ -29,24 +27,19 @@ public final class EventLoop: @unchecked Sendable {
     var signalHandlers: [SignalHandler] = []
     var attachments: [AnyObject] = []
 
-    /// Turns on libevent's locking once per process, before any base exists: the bases have
-    /// none, but libevent's process-wide state (signal dispatch, evdns) takes these locks.
+    /// Turns on libevent's locking once per process, before any base exists.
     private static let threadingEnabled: Bool = {
         evthread_use_pthreads() == 0
     }()
 
     public init() {
         precondition(Self.threadingEnabled, "evthread_use_pthreads failed")
-        guard let base = ag_event_base_new_single_threaded() else { fatalError("event_base_new_with_config failed") }
+        guard let base = event_base_new() else { fatalError("event_base_new failed") }
         self.base = base
-        wakeFD = ag_wake_fd_new()
-        precondition(wakeFD >= 0, "eventfd failed (errno \(errno))")
         let context = Unmanaged.passUnretained(self).toOpaque()
-        wakeEvent = event_new(base, wakeFD, Int16(EV_READ | EV_PERSIST), { fd, _, context in
-            ag_wake_fd_drain(fd)
+        wakeEvent = event_new(base, -1, 0, { _, _, context in
             Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue().drainPending()
         }, context)
-        event_add(wakeEvent, nil)
     }
 
     deinit {
@@ -54,7 +47,6 @@ public final class EventLoop: @unchecked Sendable {
         signalHandlers.removeAll()
         attachments.removeAll()
         if let wakeEvent { event_free(wakeEvent) }
-        close(wakeFD)
         event_base_free(base)
         lifetime.ended.store(true, ordering: .releasing)
     }
@@ -89,7 +81,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `work` on the loop thread soon. Safe to call from any thread.
     public func execute(_ work: @escaping @Sendable () -> Void) {
         pending.withLock { $0.append(work) }
-        ag_wake_fd_signal(wakeFD)
+        event_active(wakeEvent, 0, 0)
     }
 
     /// Runs `work`, which frees something of this loop's base, on the loop thread soon; if the
@@ -98,7 +90,7 @@ public final class EventLoop: @unchecked Sendable {
     /// LeakSanitizer at exit when a resolver was released while its loop stopped).
     package func executeCleanup(_ work: @escaping @Sendable () -> Void) {
         cleanups.withLock { $0.append(work) }
-        ag_wake_fd_signal(wakeFD)
+        event_active(wakeEvent, 0, 0)
     }
 
     private func runCleanups() {

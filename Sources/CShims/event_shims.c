@@ -9,29 +9,3 @@ int ag_evtimer_del(struct event *ev) { return evtimer_del(ev); }
 struct event *ag_evsignal_new(struct event_base *base, int sig, void (*cb)(int, short, void *), void *arg) {
     return evsignal_new(base, sig, cb, arg);
 }
-
-#include <stdint.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-struct event_base *ag_event_base_new_single_threaded(void) {
-    struct event_config *config = event_config_new();
-    if (config == NULL) return NULL;
-    event_config_set_flag(config, EVENT_BASE_FLAG_NOLOCK);
-    struct event_base *base = event_base_new_with_config(config);
-    event_config_free(config);
-    return base;
-}
-
-int ag_wake_fd_new(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
-
-void ag_wake_fd_signal(int fd) {
-    uint64_t one = 1;
-    // A full counter (EAGAIN) still wakes the reader; nothing else can fail on an eventfd.
-    (void)!write(fd, &one, sizeof one);
-}
-
-void ag_wake_fd_drain(int fd) {
-    uint64_t count;
-    (void)!read(fd, &count, sizeof count);
-}
