@@ -105,6 +105,7 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
         }
     }
 
+    /// Appends `"HTTP/1.1 <status> <reason>\r\n"`; the reason is RFC 9110's for the status.
     public mutating func appendStatusLine(_ status: Int) {
         append("HTTP/1.1 ")
         append(decimal: status)
