@@ -42,7 +42,7 @@ import Testing
     /// Random edits of real bodies (deterministic seed), concentrated on the characters that
     /// matter to JSON: whatever the fast path accepts must be the strict parser's answer.
     @Test func mutatedBodiesAgreeWithTheStrictParser() {
-        var random = SplitMix(seed: 0x5EED_11)
+        var random = SplitMix64(seed: 0x5EED_11)
         let alphabet = Array(#"{}[]":,\ "aA0-é"#.utf8) + [0x00, 0x09, 0x0A, 0x7F, 0xC3, 0xFF]
         let seeds = [Self.body, #"{"keyId":"k","challenge":"c","subjectId":"0b6e7f47-7e0c-4f0a-9c7e-2f6d6a1d3c55"}"#, #"{"a":"b"}"#]
         var accepted = 0
@@ -64,18 +64,5 @@ import Testing
         #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
         // Not vacuous: a good share of the edits still has the simple shape.
         #expect(accepted > 200)
-    }
-}
-
-/// SplitMix64, for reproducible test inputs.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
