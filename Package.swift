@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "AGEventLoopTests", dependencies: ["AGEventLoop", "AGTestSupport"]),
         .testTarget(name: "AGCryptoTests", dependencies: ["AGSync", "AGCrypto", "AGFormats"]),
         .testTarget(name: "AGYAMLTests", dependencies: ["AGYAML"]),
-        .testTarget(name: "AGRedisTests", dependencies: ["AGSync", "AGRedis", "AGTestSupport"]),
+        .testTarget(name: "AGRedisTests", dependencies: ["AGSync", "AGRedis", "AGTestSupport", "CHiredis"]),
         .testTarget(name: "AGHTTPTests", dependencies: ["AGSync", "AGHTTP", "AGDevTools", "AGCrypto", "AGEventLoop", "AGTestSupport"]),
         .testTarget(name: "AGFormatsTests", dependencies: ["AGFormats"]),
         .testTarget(name: "AGJOSETests", dependencies: ["AGJOSE", "AGFormats", "AGCrypto"]),
