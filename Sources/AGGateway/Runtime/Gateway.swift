@@ -59,16 +59,20 @@ public final class Gateway: Sendable {
             let fields: [(String, LogValue)] = [("message", .string(message)), ("suppressed", .int(suppressed))]
             if severity >= 3 { logger.error("libevent", fields) } else { logger.warn("libevent", fields) }
         }
-        let publicSocket: ListeningSocket
+        let workerCount = gateway.server.workerCount(cpuCores: ProcessInfo.processInfo.activeProcessorCount)
+        let publicSockets: [ListeningSocket]
         let adminSocket: ListeningSocket
         do {
-            publicSocket = try ListeningSocket.bind(host: gateway.server.listen.host, port: gateway.server.listen.port)
+            // One public socket per worker (a reuse-port group), so connections spread evenly;
+            // the admin listener stays one socket shared by the workers.
+            publicSockets = try ListeningSocket.bindGroup(host: gateway.server.listen.host, port: gateway.server.listen.port,
+                                                          count: workerCount)
             adminSocket = try ListeningSocket.bind(host: gateway.admin.listen.host, port: gateway.admin.listen.port)
         } catch {
             throw .bind(error.description)
         }
-        sockets = [publicSocket, adminSocket]
-        publicPort = publicSocket.port
+        sockets = publicSockets + [adminSocket]
+        publicPort = publicSockets[0].port
         adminPort = adminSocket.port
         if snapshot.adminToken == nil {
             logger.warn("no admin token configured: the admin API refuses every call", [])
@@ -82,7 +86,6 @@ public final class Gateway: Sendable {
         shared = GatewayShared(configPath: configPath, snapshot: snapshot, logger: logger,
                                accessLog: accessLog ?? Logger(level: .info, format: .json, fileDescriptor: 1), control: control,
                                time: time ?? aligned!)
-        let workerCount = gateway.server.workerCount(cpuCores: ProcessInfo.processInfo.activeProcessorCount)
         var loops: [EventLoop] = []
         let ready = DispatchGroup()
         for index in 0..<workerCount {
@@ -92,6 +95,7 @@ public final class Gateway: Sendable {
             stopped.enter()
             let shared = self.shared
             let group = stopped
+            let publicSocket = publicSockets[index]
             let thread = Thread {
                 let worker = Worker(index: index, loop: loop, shared: shared, publicSocket: publicSocket, adminSocket: adminSocket)
                 loop.register(worker)

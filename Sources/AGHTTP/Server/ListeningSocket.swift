@@ -20,8 +20,32 @@ public struct ListeningSocket: Sendable {
         }
     }
 
+    /// One listening socket per worker on the same `host:port`, in one `SO_REUSEPORT` group:
+    /// the kernel spreads new connections over the group by their address hash, so every
+    /// worker gets its share. With one shared socket, the worker whose loop woke first accepted
+    /// every queued connection (libevent accepts until the queue is empty), and under load one
+    /// worker carried most connections while the other idled.
+    ///
+    /// A port already bound by anything, including another gateway's reuse-port group, is
+    /// refused as `bind` always refused it: a plain probe bind, which conflicts with every
+    /// existing socket on the port, runs first. Port 0 picks one free port for the whole group.
+    public static func bindGroup(host: String, port: Int, count: Int, backlog: Int32 = 1024) throws(BindError) -> [ListeningSocket] {
+        guard count > 1 else { return [try bind(host: host, port: port, backlog: backlog)] }
+        let probe = try bind(host: host, port: port, backlog: backlog, listens: false)
+        probe.close()
+        var group: [ListeningSocket] = []
+        do {
+            for _ in 0..<count { group.append(try bind(host: host, port: probe.port, backlog: backlog, reusePort: true)) }
+        } catch {
+            for socket in group { socket.close() }
+            throw error
+        }
+        return group
+    }
+
     /// Binds `host:port` (IPv4 or IPv6 literal; port 0 picks a free one) and listens.
-    public static func bind(host: String, port: Int, backlog: Int32 = 1024) throws(BindError) -> ListeningSocket {
+    public static func bind(host: String, port: Int, backlog: Int32 = 1024, reusePort: Bool = false,
+                            listens: Bool = true) throws(BindError) -> ListeningSocket {
         var storage = sockaddr_storage()
         var length: socklen_t = 0
         let family: Int32
@@ -47,6 +71,7 @@ public struct ListeningSocket: Sendable {
         guard fd >= 0 else { throw .system("socket", errno) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if reusePort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size)) }
         let bound = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
         }
@@ -55,7 +80,7 @@ public struct ListeningSocket: Sendable {
             Glibc.close(fd)
             throw .system("bind \(host):\(port)", code)
         }
-        guard listen(fd, backlog) == 0 else {
+        guard !listens || listen(fd, backlog) == 0 else {
             let code = errno
             Glibc.close(fd)
             throw .system("listen", code)
