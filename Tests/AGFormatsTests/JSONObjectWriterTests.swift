@@ -73,4 +73,28 @@ struct JSONObjectWriterTests {
         writer.finish(appendingTo: &line)
         #expect(String(decoding: line, as: UTF8.self) == #"> {"ts":"1970-01-01T00:00:00Z"}"#)
     }
+
+    /// The access log's timestamp: the calendar part is cached per second in the (reused)
+    /// writer; every millisecond must still read as the uncached spelling, across second, day,
+    /// year and epoch boundaries, going forwards and backwards, and across `reset()`.
+    @Test("cached timestamps spell what UTCDateTime spells")
+    func cachedTimestamps() {
+        var times: [Int64] = [0, 1, 999, 1000, 1001, -1, -999, -1000, -1001, 59_999, 60_000, 86_399_999, 86_400_000,
+                              1_796_022_230_123, 1_796_022_230_999, 1_796_022_231_000, 1_796_022_230_000,
+                              1_798_761_599_999, 1_798_761_600_000, 951_782_400_000, 253_402_300_799_999]
+        var generator = SystemRandomNumberGenerator()
+        var walk: Int64 = 1_796_022_230_000
+        for _ in 0..<5_000 {
+            walk += Int64.random(in: -700...1_300, using: &generator)
+            times.append(walk)
+            times.append(Int64.random(in: -2_000_000_000_000...4_000_000_000_000, using: &generator))
+        }
+        var writer = JSONObjectWriter()
+        for time in times {
+            writer.reset()
+            writer.add("ts", unixMilliseconds: time)
+            let expected = Self.written { $0.add("ts", UTCDateTime(unixMilliseconds: time), fractional: true) }
+            #expect(writer.finished() == expected, "\(time)")
+        }
+    }
 }

@@ -66,4 +66,31 @@ import Testing
             #expect("89ab".utf8.contains(Array(id.utf8)[19]))
         }
     }
+
+    /// A worker counts runs of requests with the same labels in the last series' slot, without
+    /// hashing them; the counts must come out as if every request were hashed, whatever the order.
+    @Test func requestCountsSurviveTheLastSeriesShortcut() {
+        let registry = MetricsRegistry()
+        let worker = registry.makeWorkerMetrics()
+        let labels: [(String, String, Int, String?)] = [("A.app", "proxy", 200, nil), ("A.app", "proxy", 429, "rate_limited"),
+                                                         ("B.app", "proxy", 200, nil), ("A.app", "challenge", 200, nil)]
+        var expected = [Int](repeating: 0, count: labels.count)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let index = Int.random(in: 0..<labels.count, using: &generator)
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                let (tenant, route, status, code) = labels[index]
+                // Fresh strings each time, as a request builds them: equal, not identical.
+                worker.recordRequest(tenant: String(tenant.utf8), route: String(route.utf8), status: status,
+                                     code: code.map { String($0.utf8) }, seconds: 0.001)
+                expected[index] += 1
+            }
+        }
+        let text = registry.render()
+        for (index, (tenant, route, status, code)) in labels.enumerated() {
+            let series = "attestgate_requests_total{tenant=\"\(tenant)\",route=\"\(route)\",status=\"\(status)\",code=\"\(code ?? "")\"}"
+            #expect(text.contains("\(series) \(expected[index])\n"), "\(series)")
+        }
+        #expect(text.contains("attestgate_request_duration_seconds_count \(expected.reduce(0, +))\n"))
+    }
 }

@@ -116,4 +116,45 @@ import Testing
             }
         }
     }
+
+    /// The interned-name table against a plain spelled-out comparison: every known name in
+    /// random case with `-` and `_` mixed, truncated and extended spellings, and random names.
+    @Test func classifyMatchesAPlainComparison() {
+        func reference(_ name: [UInt8]) -> (exact: HTTPFieldName, lookalike: HTTPFieldName) {
+            let lowered = name.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 }
+            for known in HTTPFieldName.allCases where known != .other {
+                let spelling = Array(known.text.lowercased().utf8)
+                if lowered == spelling { return (known, known) }
+                if lowered.map({ $0 == UInt8(ascii: "_") ? UInt8(ascii: "-") : $0 }) == spelling { return (.other, known) }
+            }
+            return (.other, .other)
+        }
+        var generator = Generator(state: 0x9E37_79B9_7F4A_7C15)
+        var names: [[UInt8]] = []
+        for known in HTTPFieldName.allCases where known != .other {
+            let spelling = Array(known.text.utf8)
+            names.append(spelling)
+            names.append(Array(spelling.dropLast()))
+            names.append(spelling + [UInt8(ascii: "x")])
+            for _ in 0..<40 {
+                names.append(spelling.map { byte in
+                    switch Int.random(in: 0..<4, using: &generator) {
+                    case 0: byte >= 97 && byte <= 122 ? byte - 32 : byte
+                    case 1 where byte == UInt8(ascii: "-"): UInt8(ascii: "_")
+                    default: byte
+                    }
+                })
+            }
+        }
+        let letters = Array("aAhHoOsStT-_xX".utf8)
+        for _ in 0..<5_000 {
+            names.append((0..<Int.random(in: 1...20, using: &generator)).map { _ in letters.randomElement(using: &generator)! })
+        }
+        for name in names {
+            let classified = HTTPFieldName.classify(name.span, 0, name.count)
+            let expected = reference(name)
+            #expect(classified.exact == expected.exact && classified.lookalike == expected.lookalike,
+                    "\(String(decoding: name, as: UTF8.self))")
+        }
+    }
 }

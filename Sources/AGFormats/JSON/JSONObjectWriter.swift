@@ -7,6 +7,11 @@
 public struct JSONObjectWriter {
     public private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var first = true
+    /// The Unix second whose `YYYY-MM-DDTHH:MM:SS` spelling `secondText` holds (see
+    /// `add(_:unixMilliseconds:)`); kept across `reset()`, so a reused writer (the access
+    /// log's) formats the calendar fields once per second instead of once per line.
+    private var cachedSecond = Int64.min
+    private var secondText: [UInt8] = []
 
     public init() {
         bytes.reserveCapacity(256)
@@ -71,6 +76,27 @@ public struct JSONObjectWriter {
         addKey(key)
         bytes.append(UInt8(ascii: "\""))
         time.writeISO8601(fractional: fractional, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Adds the time `unixMilliseconds` as `add(key, UTCDateTime(unixMilliseconds:),
+    /// fractional: true)` spells it (`2026-12-01T09:00:00.123Z`), the calendar part taken from
+    /// the writer's cache while the second stays the same.
+    public mutating func add(_ key: String, unixMilliseconds: Int64) {
+        addKey(key)
+        let (second, millisecond) = unixMilliseconds >= 0 ? (unixMilliseconds / 1000, unixMilliseconds % 1000)
+                                                           : ((unixMilliseconds - 999) / 1000, ((unixMilliseconds % 1000) + 1000) % 1000)
+        if second != cachedSecond {
+            secondText.removeAll(keepingCapacity: true)
+            UTCDateTime(unixSeconds: second).writeISO8601(fractional: false, to: &secondText)
+            secondText.removeLast() // the "Z"
+            cachedSecond = second
+        }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: secondText)
+        bytes.append(UInt8(ascii: "."))
+        DecimalDigits.append(Int(millisecond), width: 3, to: &bytes)
+        bytes.append(UInt8(ascii: "Z"))
         bytes.append(UInt8(ascii: "\""))
     }
 

@@ -43,7 +43,13 @@ extension RateLimiter {
         // (spent locally, or the lease call reads the epoch again, and only a moved epoch costs
         // a record read). A lapsed lease must not make every token of a quiet tenant read its
         // record once a second.
-        if let checkedAt = device.checkedAt, checkedAt == epochs[device.epochKey]?.value {
+        if let checkedAt = device.checkedAt, let known = epochs[device.epochKey], checkedAt == known.value {
+            // The steady state, per proxied request: the epoch read within the last lease
+            // lifetime is the one the token was checked at, and the lease holds a token. That is
+            // what `lease` then `settle` decide below, without their two closures.
+            if time.nowMicroseconds < known.sentAt + LeaseSizing.lifetimeMicroseconds, let outcome = spendLeased(check) {
+                return completion(.checked(outcome, epoch: checkedAt))
+            }
             lease(check, epochKey: device.epochKey, fallback: fallback) { [self] outcome in
                 settle(check, device, checkedAt: checkedAt, outcome, completion)
             }

@@ -73,11 +73,11 @@ final class RequestContext {
         let tenantLabel = tenant?.appID ?? ""
         services.metrics.recordRequest(tenant: tenantLabel, route: route, status: status, code: errorCode, seconds: seconds)
         guard snapshot.gateway.log.accessLog else { return }
-        let now = services.time.nowUTC
+        let now = services.time.nowMilliseconds
         let request = self.request
         let (requestID, route, errorCode, upstreamSeconds) = (self.requestID, self.route, self.errorCode, self.upstreamSeconds)
         services.accessLog.appendLine { json in
-            json.add("ts", now, fractional: true)
+            json.add("ts", unixMilliseconds: now)
             json.add("type", "access")
             json.add("requestId", requestID)
             json.add("method", request.method)

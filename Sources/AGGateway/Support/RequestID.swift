@@ -42,20 +42,28 @@ public enum RequestID {
         // The 16 random bytes are the two words' bytes, least significant first; version and
         // variant bits set as RFC 9562 asks. Written straight into the 36 output bytes.
         let words = (generator.next() as UInt64, generator.next() as UInt64)
-        var out = [UInt8]()
-        out.reserveCapacity(36)
-        for index in 0..<16 {
-            var byte = UInt8(truncatingIfNeeded: (index < 8 ? words.0 : words.1) >> UInt64(8 * (index % 8)))
-            if index == 6 { byte = (byte & 0x0F) | 0x40 }
-            if index == 8 { byte = (byte & 0x3F) | 0x80 }
-            if index == 4 || index == 6 || index == 8 || index == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(hexDigits[Int(byte >> 4)])
-            out.append(hexDigits[Int(byte & 0x0F)])
+        return String(unsafeUninitializedCapacity: 36) { out in
+            var position = 0
+            for index in 0..<16 {
+                var byte = UInt8(truncatingIfNeeded: (index < 8 ? words.0 : words.1) >> UInt64(8 * (index % 8)))
+                if index == 6 { byte = (byte & 0x0F) | 0x40 }
+                if index == 8 { byte = (byte & 0x3F) | 0x80 }
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    out[position] = UInt8(ascii: "-")
+                    position += 1
+                }
+                out[position] = hexDigit(byte >> 4)
+                out[position + 1] = hexDigit(byte & 0x0F)
+                position += 2
+            }
+            return position
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+    }
 }
 
 /// Request ids need to be unique, not secret: a per-worker xoshiro256** generator seeded once

@@ -118,12 +118,19 @@ final class UpstreamExchange {
         guard let connection else { return }
         state = .awaitingHead
         responseBytesSeen = false
-        connection.setTimeouts(read: nil, write: timeouts.response)
+        if request.framing == .none {
+            // No body to stream: the whole request is queued by the write below, so the
+            // response timeout runs both ways from here (one timeout change per request, not two).
+            requestQueued = true
+            connection.setTimeouts(read: timeouts.response, write: timeouts.response)
+        } else {
+            connection.setTimeouts(read: nil, write: timeouts.response)
+        }
         connection.setReading(true)
         head.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
         connection.flushOutput()
         if request.framing == .none {
-            markRequestQueued()
+            return
         } else if !bodyStreamStarted {
             bodyStreamStarted = true
             request.streamBody(onData: { [weak self] chunk in self?.clientBody(chunk) },
