@@ -102,7 +102,7 @@ import Testing
         #expect(accepted > 500 && accepted < 4900, "the sample exercises both outcomes (\(accepted) accepted)")
     }
 
-    /// The word test agrees with the byte test for every byte value at every position.
+    /// The one-word and two-word tests agree with the byte test for every byte value at every position.
     @Test func wordTestMatchesTheByteTest() {
         let visible = { (byte: UInt8) in byte > 0x20 && byte != 0x7F }
         for filler in [UInt8(ascii: "a"), 0x21, 0x7E, 0x80, 0xFF] {
@@ -112,6 +112,14 @@ import Testing
                     word[position] = UInt8(value)
                     let packed = word.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
                     #expect(HTTPHeadParser.allVisible(packed) == word.allSatisfy(visible), "\(word)")
+                }
+            }
+            let clean = [UInt8](repeating: filler, count: 8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+            for position in 0..<8 {
+                for value in 0...255 {
+                    let word = clean & ~(UInt64(0xFF) << (8 * UInt64(position))) | UInt64(value) << (8 * UInt64(position))
+                    #expect(HTTPHeadParser.allVisible(word, clean) == visible(UInt8(value)), "first word, byte \(position) = \(value)")
+                    #expect(HTTPHeadParser.allVisible(clean, word) == visible(UInt8(value)), "second word, byte \(position) = \(value)")
                 }
             }
         }

@@ -179,6 +179,12 @@ public enum HTTPHeadParser {
             // Value: field-content bytes up to CRLF; the end moves past every non-blank byte.
             // Eight visible bytes at a time while there are (tokens and cookies are long runs).
             while index < count {
+                if index + 16 <= count, Self.allVisible(raw.unsafeLoadUnaligned(fromByteOffset: index, as: UInt64.self),
+                                                         raw.unsafeLoadUnaligned(fromByteOffset: index + 8, as: UInt64.self)) {
+                    index += 16
+                    valueEnd = index
+                    continue
+                }
                 if index + 8 <= count, Self.allVisible(raw.unsafeLoadUnaligned(fromByteOffset: index, as: UInt64.self)) {
                     index += 8
                     valueEnd = index
@@ -214,13 +220,25 @@ public enum HTTPHeadParser {
     /// obs-text 0x80–0xFF included), the per-byte test of the value loop done on a word: a byte
     /// below 0x21 sets its high bit in `(word - 0x21…) & ~word`, a DEL byte is a zero byte of
     /// `word ^ 0x7F…`; either test may flag a byte above a real hit but never flags a clean word.
+    /// The same test on two words with one branch: bearer tokens and cookies are hundreds of
+    /// bytes, so most of a head's bytes go through here.
+    @inline(__always)
+    static func allVisible(_ first: UInt64, _ second: UInt64) -> Bool {
+        (invisibleFlags(first) | invisibleFlags(second)) == 0
+    }
+
     @inline(__always)
     static func allVisible(_ word: UInt64) -> Bool {
+        invisibleFlags(word) == 0
+    }
+
+    @inline(__always)
+    private static func invisibleFlags(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
         let below = (word &- ones &* 0x21) & ~word & high
         let del = word ^ (ones &* 0x7F)
-        return (below | ((del &- ones) & ~del & high)) == 0
+        return below | ((del &- ones) & ~del & high)
     }
 
     /// One field line the fast path could not take: split by the cursor (a bare LF is refused

@@ -14,6 +14,11 @@ public final class UpstreamPool {
     /// Per endpoint, most recently used last. Lists are objects, so taking and returning a
     /// connection hashes the endpoint once (this runs twice per proxied request).
     private var idle: [UpstreamEndpoint: IdleList] = [:]
+    /// The list last looked up, with its endpoint: a proxied request takes a connection and
+    /// gives it back, two look-ups of the same endpoint, which an equality check answers
+    /// without hashing an address. Cleared with `idle`; a list is never removed otherwise.
+    private var lastEndpoint: UpstreamEndpoint?
+    private var lastList: IdleList?
     /// Addresses of host names that recently failed to connect, and until when they go last.
     private var failedUntil: [UpstreamEndpoint: ContinuousClock.Instant] = [:]
     private let configuredResolver: DNSResolver?
@@ -57,6 +62,8 @@ public final class UpstreamPool {
     public func closeIdleConnections() {
         let all = idle.values.flatMap(\.connections)
         idle.removeAll()
+        lastEndpoint = nil
+        lastList = nil
         for connection in all { connection.close() }
     }
 
@@ -128,7 +135,21 @@ public final class UpstreamPool {
     // MARK: Connection bookkeeping
 
     func takeIdle(_ endpoint: UpstreamEndpoint) -> UpstreamConnection? {
-        idle[endpoint]?.connections.popLast()
+        idleList(endpoint, creating: false)?.connections.popLast()
+    }
+
+    private func idleList(_ endpoint: UpstreamEndpoint, creating: Bool) -> IdleList? {
+        if let lastList, lastEndpoint == endpoint { return lastList }
+        var list = idle[endpoint]
+        if list == nil, creating {
+            list = IdleList()
+            idle[endpoint] = list
+        }
+        if let list {
+            lastEndpoint = endpoint
+            lastList = list
+        }
+        return list
     }
 
     /// `addresses` of a host name as endpoints, those that did not fail recently first (each
@@ -156,13 +177,7 @@ public final class UpstreamPool {
         guard connection.isOpen else { return }
         connection.becomeIdle(timeout: configuration.idleTimeout)
         var evicted: UpstreamConnection?
-        let list: IdleList
-        if let existing = idle[connection.endpoint] {
-            list = existing
-        } else {
-            list = IdleList()
-            idle[connection.endpoint] = list
-        }
+        let list = idleList(connection.endpoint, creating: true)!
         list.connections.append(connection)
         if list.connections.count > configuration.maxIdlePerTarget {
             evicted = list.connections.removeFirst()
@@ -172,7 +187,7 @@ public final class UpstreamPool {
 
     /// Drops an idle connection the upstream closed, wrote to, or that expired.
     func discardIdle(_ connection: UpstreamConnection) {
-        idle[connection.endpoint]?.connections.removeAll { $0 === connection }
+        idleList(connection.endpoint, creating: false)?.connections.removeAll { $0 === connection }
         connection.close()
     }
 
