@@ -1,4 +1,5 @@
 import AGConfig
+import AGFormats
 import AGHTTP
 import AGTestSupport
 import Testing
@@ -92,5 +93,35 @@ import Testing
             #expect(text.contains("\(series) \(expected[index])\n"), "\(series)")
         }
         #expect(text.contains("attestgate_request_duration_seconds_count \(expected.reduce(0, +))\n"))
+    }
+
+    /// The access log's line from constant fragments against the reference spelling through
+    /// `JSONObjectWriter` (the protocol's default, which the harness's recording log uses), on
+    /// random lines: strings that need escaping and multi-byte ones, no code or upstream time,
+    /// negative and huge durations, times around second and epoch boundaries.
+    @Test func accessLinesFromFragmentsSpellWhatTheJSONWriterSpells() {
+        var generator = SystemRandomNumberGenerator()
+        let texts = ["", "GET", "/api/v1/x?y=1", "BENCHTEAM1.com.attestgate.bench", "proxy", "a\"b", "back\\slash",
+                     "tab\tnew\nline", "\u{01}\u{1F}", "é✓🚀", "127.0.0.1", "::1", "00000000-0000-4000-8000-000000000000"]
+        func text() -> String { texts.randomElement(using: &generator)! }
+        let reference = RecordingAccessLog()
+        var clock = RFC3339Clock()
+        var time: Int64 = 1_796_022_230_000
+        for round in 0..<3_000 {
+            time += Int64.random(in: -600...1_500, using: &generator)
+            let line = AccessLine(
+                unixMilliseconds: round % 97 == 0 ? Int64.random(in: -5_000...5_000, using: &generator) : time,
+                requestID: text(), method: text(), path: Substring(text()), tenant: text(), route: text(),
+                status: [200, 204, 401, 429, 503, 0, -1].randomElement(using: &generator)!,
+                code: Bool.random(using: &generator) ? nil : text(),
+                durationMicroseconds: [0, 1, 999, 1_000, 173, 12_345_678, -5, Int.random(in: 0..<10_000_000, using: &generator),
+                                       2_000_000_000_000_000_001].randomElement(using: &generator)!,
+                upstreamMicroseconds: Bool.random(using: &generator) ? nil : Int.random(in: 0..<5_000_000, using: &generator),
+                client: text())
+            reference.appendAccess(line)
+            var bytes: [UInt8] = []
+            AccessLogBuffer.write(line, clock: &clock, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == reference.lines.last, "\(line)")
+        }
     }
 }

@@ -7,11 +7,9 @@
 public struct JSONObjectWriter {
     public private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var first = true
-    /// The Unix second whose `YYYY-MM-DDTHH:MM:SS` spelling `secondText` holds (see
-    /// `add(_:unixMilliseconds:)`); kept across `reset()`, so a reused writer (the access
-    /// log's) formats the calendar fields once per second instead of once per line.
-    private var cachedSecond = Int64.min
-    private var secondText: [UInt8] = []
+    /// Kept across `reset()`, so a reused writer formats the calendar fields of
+    /// `add(_:unixMilliseconds:)` once per second instead of once per call.
+    private var clock = RFC3339Clock()
 
     public init() {
         bytes.reserveCapacity(256)
@@ -53,22 +51,8 @@ public struct JSONObjectWriter {
     /// that double (`12.5`, `0.001`, `3.0`), without converting a double to text: durations in
     /// milliseconds with microsecond precision, as the access log writes them.
     public mutating func add(_ key: String, thousandths: Int) {
-        guard thousandths.magnitude < 1_000_000_000_000_000 else {
-            return add(key, Double(thousandths) / 1000)
-        }
         addKey(key)
-        if thousandths < 0 { bytes.append(UInt8(ascii: "-")) }
-        let magnitude = Int(thousandths.magnitude)
-        DecimalDigits.append(magnitude / 1000, to: &bytes)
-        bytes.append(UInt8(ascii: "."))
-        var fraction = magnitude % 1000
-        if fraction == 0 { return bytes.append(UInt8(ascii: "0")) }
-        var divisor = 100
-        while fraction > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(fraction / divisor))
-            fraction %= divisor
-            divisor /= 10
-        }
+        JSONBytes.appendThousandths(thousandths, to: &bytes)
     }
 
     /// Adds a UTC time as an RFC 3339 string (`2026-12-01T09:00:00.123Z` with `fractional`).
@@ -84,19 +68,8 @@ public struct JSONObjectWriter {
     /// the writer's cache while the second stays the same.
     public mutating func add(_ key: String, unixMilliseconds: Int64) {
         addKey(key)
-        let (second, millisecond) = unixMilliseconds >= 0 ? (unixMilliseconds / 1000, unixMilliseconds % 1000)
-                                                           : ((unixMilliseconds - 999) / 1000, ((unixMilliseconds % 1000) + 1000) % 1000)
-        if second != cachedSecond {
-            secondText.removeAll(keepingCapacity: true)
-            UTCDateTime(unixSeconds: second).writeISO8601(fractional: false, to: &secondText)
-            secondText.removeLast() // the "Z"
-            cachedSecond = second
-        }
         bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: secondText)
-        bytes.append(UInt8(ascii: "."))
-        DecimalDigits.append(Int(millisecond), width: 3, to: &bytes)
-        bytes.append(UInt8(ascii: "Z"))
+        clock.append(unixMilliseconds: unixMilliseconds, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
     }
 
@@ -147,6 +120,70 @@ extension Array where Element == UInt8 {
     public mutating func appendUTF8(of text: some StringProtocol) {
         let copied = text.utf8.withContiguousStorageIfAvailable { append(contentsOf: $0) } != nil
         if !copied { append(contentsOf: text.utf8) }
+    }
+}
+
+/// JSON values written straight into a byte buffer, for lines of a fixed shape whose keys are
+/// constant fragments (the access log): each spelled exactly as `JSONObjectWriter` spells it.
+public enum JSONBytes {
+    /// A JSON string, quoted and escaped.
+    public static func appendString(_ string: String, to bytes: inout [UInt8]) {
+        JSONValue.writeString(string, to: &bytes)
+    }
+
+    public static func appendString(_ string: Substring, to bytes: inout [UInt8]) {
+        JSONValue.writeString(string, to: &bytes)
+    }
+
+    public static func appendInt(_ value: Int, to bytes: inout [UInt8]) {
+        DecimalDigits.append(value, to: &bytes)
+    }
+
+    /// `thousandths / 1000` as the JSON number Swift's `Double` description spells (`12.5`,
+    /// `0.001`, `3.0`), without converting a double to text.
+    public static func appendThousandths(_ thousandths: Int, to bytes: inout [UInt8]) {
+        guard thousandths.magnitude < 1_000_000_000_000_000 else {
+            let value = Double(thousandths) / 1000
+            return bytes.append(contentsOf: (value.isFinite ? String(value) : "null").utf8)
+        }
+        if thousandths < 0 { bytes.append(UInt8(ascii: "-")) }
+        let magnitude = Int(thousandths.magnitude)
+        DecimalDigits.append(magnitude / 1000, to: &bytes)
+        bytes.append(UInt8(ascii: "."))
+        var fraction = magnitude % 1000
+        if fraction == 0 { return bytes.append(UInt8(ascii: "0")) }
+        var divisor = 100
+        while fraction > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(fraction / divisor))
+            fraction %= divisor
+            divisor /= 10
+        }
+    }
+}
+
+/// RFC 3339 times with milliseconds (`2026-12-01T09:00:00.123Z`, as
+/// `UTCDateTime.writeISO8601(fractional: true)` spells them), the calendar part remembered for
+/// the last second asked: a log writes many lines per second.
+public struct RFC3339Clock {
+    private var cachedSecond = Int64.min
+    private var secondText: [UInt8] = []
+
+    public init() {}
+
+    /// Appends the time, unquoted.
+    public mutating func append(unixMilliseconds: Int64, to bytes: inout [UInt8]) {
+        let (second, millisecond) = unixMilliseconds >= 0 ? (unixMilliseconds / 1000, unixMilliseconds % 1000)
+                                                           : ((unixMilliseconds - 999) / 1000, ((unixMilliseconds % 1000) + 1000) % 1000)
+        if second != cachedSecond {
+            secondText.removeAll(keepingCapacity: true)
+            UTCDateTime(unixSeconds: second).writeISO8601(fractional: false, to: &secondText)
+            secondText.removeLast() // the "Z"
+            cachedSecond = second
+        }
+        bytes.append(contentsOf: secondText)
+        bytes.append(UInt8(ascii: "."))
+        DecimalDigits.append(Int(millisecond), width: 3, to: &bytes)
+        bytes.append(UInt8(ascii: "Z"))
     }
 }
 

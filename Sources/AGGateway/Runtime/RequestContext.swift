@@ -73,24 +73,12 @@ final class RequestContext {
         let tenantLabel = tenant?.appID ?? ""
         services.metrics.recordRequest(tenant: tenantLabel, route: route, status: status, code: errorCode, seconds: seconds)
         guard snapshot.gateway.log.accessLog else { return }
-        let now = services.time.nowMilliseconds
-        let request = self.request
-        let (requestID, route, errorCode, upstreamSeconds) = (self.requestID, self.route, self.errorCode, self.upstreamSeconds)
-        services.accessLog.appendLine { json in
-            json.add("ts", unixMilliseconds: now)
-            json.add("type", "access")
-            json.add("requestId", requestID)
-            json.add("method", request.method)
-            json.add("path", request.path)
-            json.add("tenant", tenantLabel)
-            json.add("route", route)
-            json.add("status", status)
-            json.add("code", errorCode)
-            // Milliseconds with microsecond precision, spelled as the Double they round to.
-            json.add("durationMs", thousandths: Int((seconds * 1_000_000).rounded()))
-            if let upstreamSeconds { json.add("upstreamMs", thousandths: Int((upstreamSeconds * 1_000_000).rounded())) }
-            json.add("client", request.remoteAddress)
-        }
+        // Milliseconds with microsecond precision, spelled as the Double they round to.
+        services.accessLog.appendAccess(AccessLine(
+            unixMilliseconds: services.time.nowMilliseconds, requestID: requestID, method: request.method, path: request.path,
+            tenant: tenantLabel, route: route, status: status, code: errorCode,
+            durationMicroseconds: Int((seconds * 1_000_000).rounded()),
+            upstreamMicroseconds: upstreamSeconds.map { Int(($0 * 1_000_000).rounded()) }, client: request.remoteAddress))
     }
 }
 

@@ -212,6 +212,45 @@ extension Logger: LogSink {}
 protocol AccessLogSink: AnyObject {
     /// Appends one line: the JSON object `write` fills in (straight into the sink's buffer).
     func appendLine(_ write: (inout JSONObjectWriter) -> Void)
+    /// Appends the line of one answered request.
+    func appendAccess(_ line: AccessLine)
+}
+
+/// The fields of one request's access-log line, in the order they are written.
+struct AccessLine {
+    var unixMilliseconds: Int64
+    var requestID: String
+    var method: String
+    var path: Substring
+    var tenant: String
+    var route: String
+    var status: Int
+    var code: String?
+    /// Milliseconds with microsecond precision, written as `durationMs` (`0.173`).
+    var durationMicroseconds: Int
+    var upstreamMicroseconds: Int?
+    var client: String
+}
+
+extension AccessLogSink {
+    /// The reference spelling of the line, through `JSONObjectWriter` (`AccessLogBuffer` writes
+    /// the same bytes from constant fragments).
+    func appendAccess(_ line: AccessLine) {
+        appendLine { json in
+            json.add("ts", unixMilliseconds: line.unixMilliseconds)
+            json.add("type", "access")
+            json.add("requestId", line.requestID)
+            json.add("method", line.method)
+            json.add("path", line.path)
+            json.add("tenant", line.tenant)
+            json.add("route", line.route)
+            json.add("status", line.status)
+            json.add("code", line.code)
+            json.add("durationMs", thousandths: line.durationMicroseconds)
+            if let upstream = line.upstreamMicroseconds { json.add("upstreamMs", thousandths: upstream) }
+            json.add("client", line.client)
+        }
+    }
 }
 
 /// New request ids for one worker (unique, not secret).
