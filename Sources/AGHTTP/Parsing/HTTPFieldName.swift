@@ -71,73 +71,63 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
         self = Self.classify(bytes.span, 0, bytes.count).exact
     }
 
-    /// Every case's lower-case spelling, end to end, where each starts (by raw value), and up to
-    /// `slotsPerLength` candidate raw values for each name length (0 = none): most fields cost
-    /// one table look-up and at most three short comparisons. Raw memory, built once and never
-    /// freed, so that classifying a field touches no array (no retain, no bounds check, one
-    /// lazy-global check for the whole table).
-    struct Table: @unchecked Sendable {
-        let spellings: UnsafeMutablePointer<UInt8>
-        let starts: UnsafeMutablePointer<Int32>
-        let candidates: UnsafeMutablePointer<UInt8>
-        /// Each byte as a name compares: ASCII upper case folded to lower case, `_` read as `-`.
-        let folded: UnsafeMutablePointer<UInt8>
-
-        init() {
-            let all = HTTPFieldName.allCases
-            let text = all.flatMap { Array($0.text.lowercased().utf8) }
-            spellings = .allocate(capacity: text.count)
-            spellings.initialize(from: text, count: text.count)
-            starts = .allocate(capacity: all.count)
-            var offset: Int32 = 0
-            for name in all {
-                starts[Int(name.rawValue)] = offset
-                offset += Int32(name.text.utf8.count)
-            }
-            let slots = (HTTPFieldName.maxLength + 1) * HTTPFieldName.slotsPerLength
-            let table = UnsafeMutablePointer<UInt8>.allocate(capacity: slots)
-            table.initialize(repeating: 0, count: slots)
-            for name in all where name != .other {
-                let base = name.text.utf8.count * HTTPFieldName.slotsPerLength
-                let slot = (base..<(base + HTTPFieldName.slotsPerLength)).first { table[$0] == 0 }!
-                table[slot] = name.rawValue
-            }
-            candidates = table
-            folded = .allocate(capacity: 256)
-            for byte in 0...255 {
-                let value = UInt8(byte)
-                folded[byte] = value == UInt8(ascii: "_") ? UInt8(ascii: "-")
-                    : value >= UInt8(ascii: "A") && value <= UInt8(ascii: "Z") ? value | 0x20 : value
-            }
+    /// Every case's lower-case spelling, end to end (one flat buffer: no inner arrays to
+    /// retain while classifying), and where each starts, by raw value.
+    static let spellings: [UInt8] = allCases.flatMap { Array($0.text.lowercased().utf8) }
+    static let spellingStarts: [Int] = {
+        var starts: [Int] = []
+        var offset = 0
+        for name in allCases {
+            starts.append(offset)
+            offset += name.text.utf8.count
         }
-    }
+        return starts
+    }()
 
-    static let table = Table()
+    /// Up to `slotsPerLength` candidate raw values for each name length (0 = none), so most
+    /// fields cost one table look-up and at most three short comparisons.
     static let slotsPerLength = 3
     static let maxLength = 19
+    static let candidates: [UInt8] = {
+        var table = [UInt8](repeating: 0, count: (maxLength + 1) * slotsPerLength)
+        for name in allCases where name != .other {
+            let base = name.text.utf8.count * slotsPerLength
+            let slot = (base..<(base + slotsPerLength)).first { table[$0] == 0 }!
+            table[slot] = name.rawValue
+        }
+        return table
+    }()
 
     /// Classifies `bytes[start..<end]`: `exact` compares ASCII case-insensitively, `lookalike`
     /// also reads `_` as `-` (what some frameworks do to names, and so what spoofing tries).
     static func classify(_ bytes: Span<UInt8>, _ start: Int, _ end: Int) -> (exact: HTTPFieldName, lookalike: HTTPFieldName) {
         let count = end - start
-        guard count > 0, count <= maxLength, start >= 0, end <= bytes.count else { return (.other, .other) }
-        let table = Self.table
-        return bytes.withUnsafeBufferPointer { buffer -> (exact: HTTPFieldName, lookalike: HTTPFieldName) in
-            let name = buffer.baseAddress! + start
-            let first = count * slotsPerLength
-            for slot in first..<(first + slotsPerLength) {
-                let raw = table.candidates[slot]
-                if raw == 0 { break }
-                let spelling = table.spellings + Int(table.starts[Int(raw)])
-                var index = 0
-                while index < count, table.folded[Int(name[index])] == spelling[index] { index += 1 }
-                guard index == count else { continue }
-                var underscore = false
-                for offset in 0..<count where name[offset] == UInt8(ascii: "_") { underscore = true }
-                let matched = HTTPFieldName(rawValue: raw)!
-                return (underscore ? .other : matched, matched)
+        guard count <= maxLength else { return (.other, .other) }
+        let spellings = Self.spellings.span
+        let candidates = Self.candidates.span
+        let starts = Self.spellingStarts.span
+        for slot in (count * slotsPerLength)..<(count * slotsPerLength + slotsPerLength) {
+            let raw = candidates[slot]
+            if raw == 0 { break }
+            let target = starts[Int(raw)]
+            var underscore = false
+            var index = 0
+            while index < count {
+                var byte = bytes[start + index]
+                if byte == UInt8(ascii: "_") {
+                    underscore = true
+                    byte = UInt8(ascii: "-")
+                } else if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
+                    byte |= 0x20
+                }
+                if byte != spellings[target + index] { break }
+                index += 1
             }
-            return (.other, .other)
+            if index == count {
+                let name = HTTPFieldName(rawValue: raw)!
+                return (underscore ? .other : name, name)
+            }
         }
+        return (.other, .other)
     }
 }
