@@ -10,6 +10,8 @@ final class AccessLogBuffer: AccessLogSink {
     private let sink: Logger
     private var pending: [UInt8] = []
     private var line = JSONObjectWriter()
+    /// The calendar part of the lines' `ts`, formatted once per second.
+    private var clock = RFC3339Clock()
     private var timer: EventTimer?
     private var timerArmed = false
     static let flushBytes = 32 * 1024
@@ -21,8 +23,6 @@ final class AccessLogBuffer: AccessLogSink {
             flush()
         }
     }
-
-    private var clock = RFC3339Clock()
 
     func appendLine(_ write: (inout JSONObjectWriter) -> Void) {
         line.reset()
