@@ -96,7 +96,7 @@ import Testing
     }
 
     /// The access log's line from constant fragments against the reference spelling through
-    /// `JSONObjectWriter` (the protocol's default, which the harness's recording log uses), on
+    /// `JSONObjectWriter` (the harness's recording log), on
     /// random lines: strings that need escaping and multi-byte ones, no code or upstream time,
     /// negative and huge durations, times around second and epoch boundaries.
     @Test func accessLinesFromFragmentsSpellWhatTheJSONWriterSpells() {

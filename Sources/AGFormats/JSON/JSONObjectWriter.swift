@@ -7,9 +7,6 @@
 public struct JSONObjectWriter {
     public private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var first = true
-    /// Kept across `reset()`, so a reused writer formats the calendar fields of
-    /// `add(_:unixMilliseconds:)` once per second instead of once per call.
-    private var clock = RFC3339Clock()
 
     public init() {
         bytes.reserveCapacity(256)
@@ -60,16 +57,6 @@ public struct JSONObjectWriter {
         addKey(key)
         bytes.append(UInt8(ascii: "\""))
         time.writeISO8601(fractional: fractional, to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
-    }
-
-    /// Adds the time `unixMilliseconds` as `add(key, UTCDateTime(unixMilliseconds:),
-    /// fractional: true)` spells it (`2026-12-01T09:00:00.123Z`), the calendar part taken from
-    /// the writer's cache while the second stays the same.
-    public mutating func add(_ key: String, unixMilliseconds: Int64) {
-        addKey(key)
-        bytes.append(UInt8(ascii: "\""))
-        clock.append(unixMilliseconds: unixMilliseconds, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
     }
 

@@ -210,8 +210,6 @@ extension Logger: LogSink {}
 
 /// Where access-log lines go (`AccessLogBuffer`).
 protocol AccessLogSink: AnyObject {
-    /// Appends one line: the JSON object `write` fills in (straight into the sink's buffer).
-    func appendLine(_ write: (inout JSONObjectWriter) -> Void)
     /// Appends the line of one answered request.
     func appendAccess(_ line: AccessLine)
 }
@@ -230,27 +228,6 @@ struct AccessLine {
     var durationMicroseconds: Int
     var upstreamMicroseconds: Int?
     var client: String
-}
-
-extension AccessLogSink {
-    /// The reference spelling of the line, through `JSONObjectWriter` (`AccessLogBuffer` writes
-    /// the same bytes from constant fragments).
-    func appendAccess(_ line: AccessLine) {
-        appendLine { json in
-            json.add("ts", unixMilliseconds: line.unixMilliseconds)
-            json.add("type", "access")
-            json.add("requestId", line.requestID)
-            json.add("method", line.method)
-            json.add("path", line.path)
-            json.add("tenant", line.tenant)
-            json.add("route", line.route)
-            json.add("status", line.status)
-            json.add("code", line.code)
-            json.add("durationMs", thousandths: line.durationMicroseconds)
-            if let upstream = line.upstreamMicroseconds { json.add("upstreamMs", thousandths: upstream) }
-            json.add("client", line.client)
-        }
-    }
 }
 
 /// New request ids for one worker (unique, not secret).

@@ -4,12 +4,11 @@ import AGHTTP
 
 /// One worker's access log lines, written in batches: at 32 KiB, or 100 ms after the first
 /// unwritten line (nginx's `access_log … buffer= flush=`), instead of one write(2) per request.
-/// Lines are written as bytes into one reused buffer, with one reused JSON writer: no
-/// allocation per line. Loop thread only; `flush()` on shutdown.
+/// Lines are written as bytes into one reused buffer, from constant fragments and the values:
+/// no allocation per line. Loop thread only; `flush()` on shutdown.
 final class AccessLogBuffer: AccessLogSink {
     private let sink: Logger
     private var pending: [UInt8] = []
-    private var line = JSONObjectWriter()
     /// The calendar part of the lines' `ts`, formatted once per second.
     private var clock = RFC3339Clock()
     private var timer: EventTimer?
@@ -24,20 +23,18 @@ final class AccessLogBuffer: AccessLogSink {
         }
     }
 
-    func appendLine(_ write: (inout JSONObjectWriter) -> Void) {
-        line.reset()
-        write(&line)
-        line.finish(appendingTo: &pending)
-        pending.append(UInt8(ascii: "\n"))
-        lineAppended()
-    }
-
-    /// The per-request line, from constant fragments (no key is written or measured per line),
-    /// byte for byte what `AccessLogSink`'s default spells through `JSONObjectWriter`.
+    /// The per-request line, from constant fragments (no key is written or measured per line):
+    /// the object `JSONObjectWriter` would spell field by field (the router harness's
+    /// `RecordingAccessLog` does, and a test compares the two).
     func appendAccess(_ line: AccessLine) {
         Self.write(line, clock: &clock, to: &pending)
         pending.append(UInt8(ascii: "\n"))
-        lineAppended()
+        if pending.count >= Self.flushBytes {
+            flush()
+        } else if !timerArmed {
+            timerArmed = true
+            timer?.arm(after: .milliseconds(100))
+        }
     }
 
     static func write(_ line: AccessLine, clock: inout RFC3339Clock, to bytes: inout [UInt8]) {
@@ -83,15 +80,6 @@ final class AccessLogBuffer: AccessLogSink {
         static let duration = Array(#","durationMs":"#.utf8)
         static let upstream = Array(#","upstreamMs":"#.utf8)
         static let client = Array(#","client":"#.utf8)
-    }
-
-    private func lineAppended() {
-        if pending.count >= Self.flushBytes {
-            flush()
-        } else if !timerArmed {
-            timerArmed = true
-            timer?.arm(after: .milliseconds(100))
-        }
     }
 
     func flush() {

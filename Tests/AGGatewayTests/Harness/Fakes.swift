@@ -251,11 +251,24 @@ final class RecordingLog: LogSink {
     var all: [String] { lines.withLock { $0 } }
 }
 
+/// Records each line spelled field by field through `JSONObjectWriter`: the reference that
+/// `AccessLogBuffer`'s fragments are compared with.
 final class RecordingAccessLog: AccessLogSink {
     private(set) var lines: [String] = []
-    func appendLine(_ write: (inout JSONObjectWriter) -> Void) {
-        var line = JSONObjectWriter()
-        write(&line)
-        lines.append(line.finished())
+    func appendAccess(_ line: AccessLine) {
+        var json = JSONObjectWriter()
+        json.add("ts", UTCDateTime(unixMilliseconds: line.unixMilliseconds), fractional: true)
+        json.add("type", "access")
+        json.add("requestId", line.requestID)
+        json.add("method", line.method)
+        json.add("path", line.path)
+        json.add("tenant", line.tenant)
+        json.add("route", line.route)
+        json.add("status", line.status)
+        json.add("code", line.code)
+        json.add("durationMs", thousandths: line.durationMicroseconds)
+        if let upstream = line.upstreamMicroseconds { json.add("upstreamMs", thousandths: upstream) }
+        json.add("client", line.client)
+        lines.append(json.finished())
     }
 }
