@@ -79,8 +79,9 @@ import Testing
         #expect(accepted > 500, "the sample exercises both outcomes")
     }
 
-    /// Long values, so the parser's eight-bytes-at-a-time path runs, with the bytes that end it
-    /// (controls, DEL, CR, LF) at every offset of a word and obs-text beside them.
+    /// Long values, so the parser's word-at-a-time paths run (sixteen bytes, eight, and the
+    /// skip to a word's first invisible byte), with the bytes that end them (controls, DEL, CR,
+    /// LF) at every offset of a word and obs-text beside them.
     @Test func longValuesMatchTheReference() {
         var generator = Generator(state: 0xD1B5_4A32_D192_ED03)
         let rare: [UInt8] = [0x00, 0x01, 0x1F, 0x20, 0x09, 0x7F, 0x0D, 0x0A]
@@ -90,7 +91,7 @@ import Testing
             var bytes: [UInt8] = []
             for _ in 0..<Int.random(in: 1...3, using: &generator) {
                 bytes += Array("X-Long: ".utf8)
-                for _ in 0..<Int.random(in: 0...40, using: &generator) {
+                for _ in 0..<Int.random(in: 0...80, using: &generator) {
                     let pickRare = Int.random(in: 0..<40, using: &generator) == 0
                     bytes.append((pickRare ? rare : common).randomElement(using: &generator)!)
                 }
@@ -102,24 +103,26 @@ import Testing
         #expect(accepted > 500 && accepted < 4900, "the sample exercises both outcomes (\(accepted) accepted)")
     }
 
-    /// The one-word and two-word tests agree with the byte test for every byte value at every position.
-    @Test func wordTestMatchesTheByteTest() {
+    /// The word test finds the first invisible byte of every word the byte test would stop at:
+    /// every byte value at every position, alone and with a second invisible byte after it
+    /// (whose borrow must not hide or move the first).
+    @Test func wordTestFindsTheFirstInvisibleByte() {
         let visible = { (byte: UInt8) in byte > 0x20 && byte != 0x7F }
+        let stoppers: [UInt8?] = [nil, 0x00, 0x09, 0x0D, 0x20, 0x7F]
         for filler in [UInt8(ascii: "a"), 0x21, 0x7E, 0x80, 0xFF] {
             for position in 0..<8 {
                 for value in 0...255 {
-                    var word = [UInt8](repeating: filler, count: 8)
-                    word[position] = UInt8(value)
-                    let packed = word.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
-                    #expect(HTTPHeadParser.allVisible(packed) == word.allSatisfy(visible), "\(word)")
-                }
-            }
-            let clean = [UInt8](repeating: filler, count: 8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
-            for position in 0..<8 {
-                for value in 0...255 {
-                    let word = clean & ~(UInt64(0xFF) << (8 * UInt64(position))) | UInt64(value) << (8 * UInt64(position))
-                    #expect(HTTPHeadParser.allVisible(word, clean) == visible(UInt8(value)), "first word, byte \(position) = \(value)")
-                    #expect(HTTPHeadParser.allVisible(clean, word) == visible(UInt8(value)), "second word, byte \(position) = \(value)")
+                    for later in stoppers {
+                        var word = [UInt8](repeating: filler, count: 8)
+                        word[position] = UInt8(value)
+                        if let later, position < 7 { word[7] = later }
+                        let expected = word.firstIndex { !visible($0) } ?? 8
+                        // Loaded from memory, as the parser loads it.
+                        let loaded = word.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                        let flags = HTTPHeadParser.invisibleFlags(loaded)
+                        #expect(HTTPHeadParser.visiblePrefix(flags) == expected, "\(word)")
+                        #expect((flags == 0) == (expected == 8), "\(word)")
+                    }
                 }
             }
         }

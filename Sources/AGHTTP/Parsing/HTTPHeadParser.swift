@@ -177,18 +177,31 @@ public enum HTTPHeadParser {
             let valueStart = index
             var valueEnd = index
             // Value: field-content bytes up to CRLF; the end moves past every non-blank byte.
-            // Eight visible bytes at a time while there are (tokens and cookies are long runs).
+            // Sixteen bytes at a time while they are all visible (tokens and cookies are long
+            // runs); a word that is not skips straight to its first invisible byte, which the
+            // byte test below then takes (each value's tail is read once, not once per byte).
             while index < count {
-                if index + 16 <= count, Self.allVisible(raw.unsafeLoadUnaligned(fromByteOffset: index, as: UInt64.self),
-                                                         raw.unsafeLoadUnaligned(fromByteOffset: index + 8, as: UInt64.self)) {
-                    index += 16
-                    valueEnd = index
-                    continue
-                }
-                if index + 8 <= count, Self.allVisible(raw.unsafeLoadUnaligned(fromByteOffset: index, as: UInt64.self)) {
-                    index += 8
-                    valueEnd = index
-                    continue
+                if index + 16 <= count {
+                    let first = Self.invisibleFlags(raw.unsafeLoadUnaligned(fromByteOffset: index, as: UInt64.self))
+                    let second = Self.invisibleFlags(raw.unsafeLoadUnaligned(fromByteOffset: index + 8, as: UInt64.self))
+                    if first | second == 0 {
+                        index += 16
+                        valueEnd = index
+                        continue
+                    }
+                    let visible = first != 0 ? Self.visiblePrefix(first) : 8 + Self.visiblePrefix(second)
+                    if visible > 0 {
+                        index += visible
+                        valueEnd = index
+                    }
+                } else if index + 8 <= count {
+                    let flags = Self.invisibleFlags(raw.unsafeLoadUnaligned(fromByteOffset: index, as: UInt64.self))
+                    let visible = Self.visiblePrefix(flags)
+                    if visible > 0 {
+                        index += visible
+                        valueEnd = index
+                        if flags == 0 { continue }
+                    }
                 }
                 let byte = bytes[index]
                 if byte > 0x20 && byte != 0x7F {
@@ -216,29 +229,26 @@ public enum HTTPHeadParser {
         throw .malformed("header section not terminated")
     }
 
-    /// Whether all eight bytes of `word` are visible field-content bytes (above 0x20, not DEL;
-    /// obs-text 0x80–0xFF included), the per-byte test of the value loop done on a word: a byte
-    /// below 0x21 sets its high bit in `(word - 0x21…) & ~word`, a DEL byte is a zero byte of
-    /// `word ^ 0x7F…`; either test may flag a byte above a real hit but never flags a clean word.
-    /// The same test on two words with one branch: bearer tokens and cookies are hundreds of
-    /// bytes, so most of a head's bytes go through here.
+    /// The flags of the bytes of `word` that are not visible field-content bytes (above 0x20,
+    /// not DEL; obs-text 0x80–0xFF is visible), in each byte's high bit, `word` read in memory
+    /// order (its first byte lowest). A byte below 0x21 sets its high bit in
+    /// `(word - 0x21…) & ~word`, a DEL byte is a zero byte of `word ^ 0x7F…`. Either test may
+    /// also flag a byte above a real hit (a borrow runs upwards), never one below it: the
+    /// lowest flag is always the first invisible byte, and a clean word has none.
     @inline(__always)
-    static func allVisible(_ first: UInt64, _ second: UInt64) -> Bool {
-        (invisibleFlags(first) | invisibleFlags(second)) == 0
-    }
-
-    @inline(__always)
-    static func allVisible(_ word: UInt64) -> Bool {
-        invisibleFlags(word) == 0
-    }
-
-    @inline(__always)
-    private static func invisibleFlags(_ word: UInt64) -> UInt64 {
+    static func invisibleFlags(_ word: UInt64) -> UInt64 {
+        let word = UInt64(littleEndian: word)
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
         let below = (word &- ones &* 0x21) & ~word & high
         let del = word ^ (ones &* 0x7F)
         return below | ((del &- ones) & ~del & high)
+    }
+
+    /// How many bytes of a word come before its first invisible one (8 when `flags` is 0).
+    @inline(__always)
+    static func visiblePrefix(_ flags: UInt64) -> Int {
+        flags.trailingZeroBitCount >> 3
     }
 
     /// One field line the fast path could not take: split by the cursor (a bare LF is refused
