@@ -166,4 +166,28 @@ import Testing
         // Answers stop once the socket buffers and 64 KiB of output are full: far below the burst.
         #expect(server.requestCount < burst / 2, "\(server.requestCount) requests answered into a client that never reads")
     }
+
+    /// Keep-alive connections left idle are closed by the idle timeout, each from its own last
+    /// answer: the timeouts that every connection shares are one common timeout of the loop,
+    /// whose events wait in one queue by expiry, and a connection re-armed later than another
+    /// must still time out after it, not with it.
+    @Test func idleConnectionsCloseAtTheIdleTimeoutInTurn() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.idleTimeout = .milliseconds(1500)
+        let server = try TestServer(configuration, handler: Self.ok)
+        defer { server.stop() }
+        let first = server.connect(receiveTimeout: 5)
+        first.write("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(try #require(first.readResponse()).status == 200)
+        let started = ContinuousClock.now
+        Thread.sleep(forTimeInterval: 1.0)
+        let second = server.connect(receiveTimeout: 5)
+        second.write("GET /b HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(try #require(second.readResponse()).status == 200)
+        #expect(server.connectionCount == 2)
+        #expect(eventually(5) { server.connectionCount == 1 }, "the first connection timed out")
+        #expect(ContinuousClock.now - started >= .milliseconds(1400))
+        #expect(server.connectionCount == 1, "the second, re-armed 1 s later, is still open")
+        #expect(eventually(5) { server.connectionCount == 0 }, "then the second timed out")
+    }
 }

@@ -93,7 +93,8 @@ public final class HTTPServer {
                 handler: @escaping (HTTPServerRequest) -> Void) {
         self.loop = loop
         self.configuration = configuration
-        timevals = (timeval(configuration.readTimeout), timeval(configuration.writeTimeout), timeval(configuration.idleTimeout))
+        timevals = (timeval(configuration.readTimeout, commonOn: loop), timeval(configuration.writeTimeout, commonOn: loop),
+                    timeval(configuration.idleTimeout, commonOn: loop))
         self.handler = handler
         self.delegate = delegate
         self.tls = tls
