@@ -9,18 +9,15 @@ import Synchronization
 /// Everything that touches the base (servers, connections, Redis, timers) is created and used on
 /// the loop's own thread; other threads may only hand it work through `execute(_:)`.
 public final class EventLoop: @unchecked Sendable {
-    // Invariant: `base` is used only on the loop thread. Other threads reach the loop through
-    // the mutex-guarded queues and a write to `wakeDescriptor`, an eventfd the base watches:
-    // libevent's own locking stays off (every event_add and event_del took a mutex, about
-    // twenty a proxied request, for the one cross-thread call this replaces).
+    // Invariant: `base` is used only on the loop thread, except `event_active` on `wakeEvent`
+    // (made thread-safe by `evthread_use_pthreads` before the base was created) and the
+    // mutex-guarded queue.
     /// The `event_base`, for the wrapper modules of this package (HTTP, Redis) that attach C
     /// objects to the loop; it never leaves the package.
     package let base: OpaquePointer
     /// The thread running the loop (`pthread_t` bits), 0 until `run()`.
     private let owner = Atomic<UInt>(0)
     private var wakeEvent: OpaquePointer?
-    /// Counts wake-ups asked for by other threads; readable while it is non-zero.
-    private let wakeDescriptor: Int32
     private let pending = Locked<[@Sendable () -> Void]>([])
     /// Work that frees something of the base's (an evdns base): run by the loop like `pending`,
     /// or, once the loop has stopped, after `run()` returns or before the base is freed.
@@ -28,20 +25,21 @@ public final class EventLoop: @unchecked Sendable {
     /// Outlives the loop for objects that must know whether its `event_base` still exists.
     package let lifetime = LoopLifetime()
     var signalHandlers: [SignalHandler] = []
-    /// The base's common timeouts by duration in microseconds (loop thread only).
-    private var commonTimeouts: [Int: timeval] = [:]
     var attachments: [AnyObject] = []
 
+    /// Turns on libevent's locking once per process, before any base exists.
+    private static let threadingEnabled: Bool = {
+        evthread_use_pthreads() == 0
+    }()
+
     public init() {
+        precondition(Self.threadingEnabled, "evthread_use_pthreads failed")
         guard let base = event_base_new() else { fatalError("event_base_new failed") }
         self.base = base
-        wakeDescriptor = ag_wake_eventfd()
-        precondition(wakeDescriptor >= 0, "eventfd failed: errno \(errno)")
         let context = Unmanaged.passUnretained(self).toOpaque()
-        wakeEvent = event_new(base, wakeDescriptor, Int16(EV_READ | EV_PERSIST), { _, _, context in
-            Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue().woken()
+        wakeEvent = event_new(base, -1, 0, { _, _, context in
+            Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue().drainPending()
         }, context)
-        event_add(wakeEvent, nil)
     }
 
     deinit {
@@ -49,7 +47,6 @@ public final class EventLoop: @unchecked Sendable {
         signalHandlers.removeAll()
         attachments.removeAll()
         if let wakeEvent { event_free(wakeEvent) }
-        Glibc.close(wakeDescriptor)
         event_base_free(base)
         lifetime.ended.store(true, ordering: .releasing)
     }
@@ -84,7 +81,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `work` on the loop thread soon. Safe to call from any thread.
     public func execute(_ work: @escaping @Sendable () -> Void) {
         pending.withLock { $0.append(work) }
-        wake()
+        event_active(wakeEvent, 0, 0)
     }
 
     /// Runs `work`, which frees something of this loop's base, on the loop thread soon; if the
@@ -93,38 +90,7 @@ public final class EventLoop: @unchecked Sendable {
     /// LeakSanitizer at exit when a resolver was released while its loop stopped).
     package func executeCleanup(_ work: @escaping @Sendable () -> Void) {
         cleanups.withLock { $0.append(work) }
-        wake()
-    }
-
-    /// Makes the loop run `woken()` soon: the eventfd stays readable until the loop reads it,
-    /// so wake-ups asked for before the loop gets there are one wake-up (work queued before
-    /// the read is taken by that round, work queued after it wakes the loop again).
-    private func wake() {
-        var one: UInt64 = 1
-        // EAGAIN only when the counter is near 2^64: the loop is awake already.
-        _ = Glibc.write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)
-    }
-
-    private func woken() {
-        var count: UInt64 = 0
-        _ = Glibc.read(wakeDescriptor, &count, MemoryLayout<UInt64>.size)
-        drainPending()
-    }
-
-    /// `timeout` as one of the base's common timeouts, for a timeout that many events share
-    /// (every connection's read, write and idle timeouts): libevent keeps the events of one
-    /// common timeout in a queue ordered by expiry, so re-arming one, which bufferevents do on
-    /// every read and write, appends it in O(1) instead of moving it in the timer heap. A zero
-    /// timeout (none, for a bufferevent) stays as it is, and so does any timeout past the
-    /// base's limit of common timeouts (a plain timeout, as before). Loop thread only.
-    func commonTimeout(_ timeout: timeval) -> timeval {
-        guard timeout.tv_sec > 0 || timeout.tv_usec > 0 else { return timeout }
-        let key = timeout.tv_sec &* 1_000_000 &+ timeout.tv_usec
-        if let known = commonTimeouts[key] { return known }
-        var duration = timeout
-        let common = event_base_init_common_timeout(base, &duration)?.pointee ?? timeout
-        commonTimeouts[key] = common
-        return common
+        event_active(wakeEvent, 0, 0)
     }
 
     private func runCleanups() {

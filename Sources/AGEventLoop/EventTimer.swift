@@ -37,9 +37,4 @@ extension timeval {
         let (seconds, attoseconds) = duration.components
         self.init(tv_sec: Int(max(0, seconds)), tv_usec: Int(max(0, attoseconds / 1_000_000_000_000)))
     }
-
-    /// `duration` as one of `loop`'s common timeouts (`EventLoop.commonTimeout`).
-    package init(_ duration: Duration, commonOn loop: EventLoop) {
-        self = loop.commonTimeout(timeval(duration))
-    }
 }

@@ -19,5 +19,6 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
+#include <event2/thread.h>
 #include <event2/util.h>
 #include <event2/dns.h>

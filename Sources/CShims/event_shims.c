@@ -1,5 +1,4 @@
 #include <event2/event.h>
-#include <sys/eventfd.h>
 #include "ag_event.h"
 
 struct event *ag_evtimer_new(struct event_base *base, void (*cb)(int, short, void *), void *arg) {
@@ -9,8 +8,4 @@ int ag_evtimer_add(struct event *ev, const struct timeval *tv) { return evtimer_
 int ag_evtimer_del(struct event *ev) { return evtimer_del(ev); }
 struct event *ag_evsignal_new(struct event_base *base, int sig, void (*cb)(int, short, void *), void *arg) {
     return evsignal_new(base, sig, cb, arg);
-}
-
-int ag_wake_eventfd(void) {
-    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }

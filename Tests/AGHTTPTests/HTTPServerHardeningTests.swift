@@ -167,10 +167,8 @@ import Testing
         #expect(server.requestCount < burst / 2, "\(server.requestCount) requests answered into a client that never reads")
     }
 
-    /// Keep-alive connections left idle are closed by the idle timeout, each from its own last
-    /// answer: the timeouts that every connection shares are one common timeout of the loop,
-    /// whose events wait in one queue by expiry, and a connection re-armed later than another
-    /// must still time out after it, not with it.
+    /// Keep-alive connections left idle are closed by the idle timeout, each counted from its
+    /// own last answer: a connection re-armed later than another times out after it, not with it.
     @Test func idleConnectionsCloseAtTheIdleTimeoutInTurn() throws {
         var configuration = HTTPServerConfiguration()
         configuration.idleTimeout = .milliseconds(1500)

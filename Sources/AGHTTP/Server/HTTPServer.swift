@@ -93,8 +93,7 @@ public final class HTTPServer {
                 handler: @escaping (HTTPServerRequest) -> Void) {
         self.loop = loop
         self.configuration = configuration
-        timevals = (timeval(configuration.readTimeout, commonOn: loop), timeval(configuration.writeTimeout, commonOn: loop),
-                    timeval(configuration.idleTimeout, commonOn: loop))
+        timevals = (timeval(configuration.readTimeout), timeval(configuration.writeTimeout), timeval(configuration.idleTimeout))
         self.handler = handler
         self.delegate = delegate
         self.tls = tls

@@ -106,8 +106,8 @@ final class UpstreamConnection {
     /// Sets the read and write timeouts; nil disables one.
     func setTimeouts(read: Duration?, write: Duration?) {
         guard let bev else { return }
-        var readTV = read.map { timevals.convert($0, on: pool?.loop) } ?? timeval()
-        var writeTV = write.map { timevals.convert($0, on: pool?.loop) } ?? timeval()
+        var readTV = read.map { timevals.convert($0) } ?? timeval()
+        var writeTV = write.map { timevals.convert($0) } ?? timeval()
         withUnsafePointer(to: &readTV) { readPointer in
             withUnsafePointer(to: &writeTV) { writePointer in
                 _ = bufferevent_set_timeouts(bev, read == nil ? nil : readPointer, write == nil ? nil : writePointer)
@@ -205,16 +205,15 @@ final class UpstreamConnection {
 }
 
 /// The last two `Duration` → `timeval` conversions of one owner: a connection sets the same
-/// few timeouts again and again, and each conversion divides a 128-bit integer and looks up
-/// the loop's common timeout (`EventLoop.commonTimeout`) for the result.
+/// few timeouts again and again, and each conversion divides a 128-bit integer.
 struct TimevalMemo {
     private var recent: (duration: Duration, value: timeval)?
     private var older: (duration: Duration, value: timeval)?
 
-    mutating func convert(_ duration: Duration, on loop: @autoclosure () -> EventLoop?) -> timeval {
+    mutating func convert(_ duration: Duration) -> timeval {
         if let recent, recent.duration == duration { return recent.value }
         if let older, older.duration == duration { return older.value }
-        let value = loop().map { timeval(duration, commonOn: $0) } ?? timeval(duration)
+        let value = timeval(duration)
         older = recent
         recent = (duration, value)
         return value

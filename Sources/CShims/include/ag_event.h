@@ -10,7 +10,4 @@ struct event *ag_evtimer_new(struct event_base *base, void (*cb)(int, short, voi
 int ag_evtimer_add(struct event *ev, const struct timeval *tv);
 int ag_evtimer_del(struct event *ev);
 struct event *ag_evsignal_new(struct event_base *base, int sig, void (*cb)(int, short, void *), void *arg);
-/// A non-blocking, close-on-exec eventfd (Glibc's module map leaves out <sys/eventfd.h>); -1
-/// and errno on failure.
-int ag_wake_eventfd(void);
 #endif
