@@ -157,15 +157,23 @@ import Testing
                 })
             }
         }
-        let letters = Array("aAhHoOsStT-_xX".utf8)
+        // Letters and their neighbours at both ends of A–Z and a–z, and "-"/"_" beside them.
+        let letters = Array("aAhHoOsStT-_xX@[`{^~|zZ".utf8)
         for _ in 0..<5_000 {
             names.append((0..<Int.random(in: 1...20, using: &generator)).map { _ in letters.randomElement(using: &generator)! })
         }
         for name in names {
-            let classified = HTTPFieldName.classify(name.span, 0, name.count)
             let expected = reference(name)
-            #expect(classified.exact == expected.exact && classified.lookalike == expected.lookalike,
+            // At the very end of its bytes (read byte by byte), and inside a longer head (read
+            // a word at a time, with the bytes after the name masked off).
+            let alone = HTTPFieldName.classify(name.span, 0, name.count)
+            #expect(alone.exact == expected.exact && alone.lookalike == expected.lookalike,
                     "\(String(decoding: name, as: UTF8.self))")
+            let offset = Int.random(in: 0...9, using: &generator)
+            let embedded = [UInt8](repeating: UInt8(ascii: "Z"), count: offset) + name + Array(": value-_AZ\r\n\r\n".utf8)
+            let inside = HTTPFieldName.classify(embedded.span, offset, offset + name.count)
+            #expect(inside.exact == expected.exact && inside.lookalike == expected.lookalike,
+                    "\(String(decoding: name, as: UTF8.self)) at offset \(offset)")
         }
     }
 }

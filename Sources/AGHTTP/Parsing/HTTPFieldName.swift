@@ -71,21 +71,21 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
         self = Self.classify(bytes.span, 0, bytes.count).exact
     }
 
-    /// Every case's lower-case spelling, end to end (one flat buffer: no inner arrays to
-    /// retain while classifying), and where each starts, by raw value.
-    static let spellings: [UInt8] = allCases.flatMap { Array($0.text.lowercased().utf8) }
-    static let spellingStarts: [Int] = {
-        var starts: [Int] = []
-        var offset = 0
-        for name in allCases {
-            starts.append(offset)
-            offset += name.text.utf8.count
+    /// Every case's lower-case spelling as three little-endian words, zero-padded (a name is
+    /// at most `maxLength` = 19 bytes), by raw value: a name is classified by comparing whole
+    /// words, not bytes.
+    static let spellingWords: [UInt64] = allCases.flatMap { name -> [UInt64] in
+        let bytes = Array(name.text.lowercased().utf8)
+        return (0..<wordsPerName).map { index in
+            var word: UInt64 = 0
+            for (offset, byte) in bytes.dropFirst(index * 8).prefix(8).enumerated() { word |= UInt64(byte) << (8 * UInt64(offset)) }
+            return word
         }
-        return starts
-    }()
+    }
+    static let wordsPerName = 3
 
     /// Up to `slotsPerLength` candidate raw values for each name length (0 = none), so most
-    /// fields cost one table look-up and at most three short comparisons.
+    /// fields cost one table look-up and at most three word comparisons.
     static let slotsPerLength = 3
     static let maxLength = 19
     static let candidates: [UInt8] = {
@@ -102,32 +102,52 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
     /// also reads `_` as `-` (what some frameworks do to names, and so what spoofing tries).
     static func classify(_ bytes: Span<UInt8>, _ start: Int, _ end: Int) -> (exact: HTTPFieldName, lookalike: HTTPFieldName) {
         let count = end - start
-        guard count <= maxLength else { return (.other, .other) }
-        let spellings = Self.spellings.span
+        guard count > 0, count <= maxLength else { return (.other, .other) }
         let candidates = Self.candidates.span
-        let starts = Self.spellingStarts.span
+        let first = candidates[count * slotsPerLength]
+        guard first != 0 else { return (.other, .other) }
+        var underscores: UInt64 = 0
+        let word0 = folded(bytes, start, count, &underscores)
+        let word1 = count > 8 ? folded(bytes, start + 8, count - 8, &underscores) : 0
+        let word2 = count > 16 ? folded(bytes, start + 16, count - 16, &underscores) : 0
+        let spellings = Self.spellingWords.span
         for slot in (count * slotsPerLength)..<(count * slotsPerLength + slotsPerLength) {
             let raw = candidates[slot]
             if raw == 0 { break }
-            let target = starts[Int(raw)]
-            var underscore = false
-            var index = 0
-            while index < count {
-                var byte = bytes[start + index]
-                if byte == UInt8(ascii: "_") {
-                    underscore = true
-                    byte = UInt8(ascii: "-")
-                } else if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
-                    byte |= 0x20
-                }
-                if byte != spellings[target + index] { break }
-                index += 1
-            }
-            if index == count {
+            let base = Int(raw) * wordsPerName
+            if spellings[base] == word0, spellings[base + 1] == word1, spellings[base + 2] == word2 {
                 let name = HTTPFieldName(rawValue: raw)!
-                return (underscore ? .other : name, name)
+                return (underscores != 0 ? .other : name, name)
             }
         }
         return (.other, .other)
+    }
+
+    /// The first `min(length, 8)` bytes from `start` as a little-endian word, the bytes past
+    /// them zero, A–Z lowered and `_` read as `-` (and flagged in `underscores`). One unaligned
+    /// load when eight bytes are there to read (a name is followed by at least its colon and
+    /// the head's blank line), else byte by byte.
+    @inline(__always)
+    private static func folded(_ bytes: Span<UInt8>, _ start: Int, _ length: Int, _ underscores: inout UInt64) -> UInt64 {
+        var word: UInt64 = 0
+        if start + 8 <= bytes.count {
+            word = UInt64(littleEndian: bytes.bytes.unsafeLoadUnaligned(fromByteOffset: start, as: UInt64.self))
+            if length < 8 { word &= (1 &<< (8 &* UInt64(length))) &- 1 }
+        } else {
+            for offset in 0..<min(length, 8) { word |= UInt64(bytes[start + offset]) << (8 * UInt64(offset)) }
+        }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        // Upper-case bytes, found on their low seven bits (no carry leaves a byte): at least
+        // "A" and not past "Z", high bit clear.
+        let low = word & ~high
+        let atLeastA = (low &+ ones &* (0x80 - 0x41)) & high
+        let pastZ = (low &+ ones &* (0x80 - 0x5B)) & high
+        word |= (atLeastA & ~pastZ & ~word) >> 2
+        // "_" bytes, exactly (a zero byte of word ^ "_…", tested without a borrow), become "-".
+        let x = word ^ (ones &* 0x5F)
+        let isUnderscore = ~(((x & ~high) &+ ~high) | x | ~high)
+        underscores |= isUnderscore
+        return word ^ ((isUnderscore >> 7) &* (0x5F ^ 0x2D))
     }
 }
