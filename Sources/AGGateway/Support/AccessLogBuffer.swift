@@ -38,48 +38,55 @@ final class AccessLogBuffer: AccessLogSink {
     }
 
     static func write(_ line: AccessLine, clock: inout RFC3339Clock, to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: Fragment.time)
+        Fragment.append(Fragment.time, to: &bytes)
         clock.append(unixMilliseconds: line.unixMilliseconds, to: &bytes)
-        bytes.append(contentsOf: Fragment.requestID)
+        Fragment.append(Fragment.requestID, to: &bytes)
         JSONBytes.appendString(line.requestID, to: &bytes)
-        bytes.append(contentsOf: Fragment.method)
+        Fragment.append(Fragment.method, to: &bytes)
         JSONBytes.appendString(line.method, to: &bytes)
-        bytes.append(contentsOf: Fragment.path)
+        Fragment.append(Fragment.path, to: &bytes)
         JSONBytes.appendString(line.path, to: &bytes)
-        bytes.append(contentsOf: Fragment.tenant)
+        Fragment.append(Fragment.tenant, to: &bytes)
         JSONBytes.appendString(line.tenant, to: &bytes)
-        bytes.append(contentsOf: Fragment.route)
+        Fragment.append(Fragment.route, to: &bytes)
         JSONBytes.appendString(line.route, to: &bytes)
-        bytes.append(contentsOf: Fragment.status)
+        Fragment.append(Fragment.status, to: &bytes)
         JSONBytes.appendInt(line.status, to: &bytes)
         if let code = line.code {
-            bytes.append(contentsOf: Fragment.code)
+            Fragment.append(Fragment.code, to: &bytes)
             JSONBytes.appendString(code, to: &bytes)
         }
-        bytes.append(contentsOf: Fragment.duration)
+        Fragment.append(Fragment.duration, to: &bytes)
         JSONBytes.appendThousandths(line.durationMicroseconds, to: &bytes)
         if let upstream = line.upstreamMicroseconds {
-            bytes.append(contentsOf: Fragment.upstream)
+            Fragment.append(Fragment.upstream, to: &bytes)
             JSONBytes.appendThousandths(upstream, to: &bytes)
         }
-        bytes.append(contentsOf: Fragment.client)
+        Fragment.append(Fragment.client, to: &bytes)
         JSONBytes.appendString(line.client, to: &bytes)
         bytes.append(UInt8(ascii: "}"))
     }
 
-    /// Everything between the values, in `AccessLine`'s order.
+    /// Everything between the values, in `AccessLine`'s order: static strings, appended from
+    /// the binary's constant data (a static array would be retained, released and checked
+    /// for initialization on each of a line's ten appends).
     private enum Fragment {
-        static let time = Array(#"{"ts":""#.utf8)
-        static let requestID = Array(#"","type":"access","requestId":"#.utf8)
-        static let method = Array(#","method":"#.utf8)
-        static let path = Array(#","path":"#.utf8)
-        static let tenant = Array(#","tenant":"#.utf8)
-        static let route = Array(#","route":"#.utf8)
-        static let status = Array(#","status":"#.utf8)
-        static let code = Array(#","code":"#.utf8)
-        static let duration = Array(#","durationMs":"#.utf8)
-        static let upstream = Array(#","upstreamMs":"#.utf8)
-        static let client = Array(#","client":"#.utf8)
+        static var time: StaticString { #"{"ts":""# }
+        static var requestID: StaticString { #"","type":"access","requestId":"# }
+        static var method: StaticString { #","method":"# }
+        static var path: StaticString { #","path":"# }
+        static var tenant: StaticString { #","tenant":"# }
+        static var route: StaticString { #","route":"# }
+        static var status: StaticString { #","status":"# }
+        static var code: StaticString { #","code":"# }
+        static var duration: StaticString { #","durationMs":"# }
+        static var upstream: StaticString { #","upstreamMs":"# }
+        static var client: StaticString { #","client":"# }
+
+        @inline(__always)
+        static func append(_ fragment: StaticString, to bytes: inout [UInt8]) {
+            fragment.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        }
     }
 
     func flush() {
