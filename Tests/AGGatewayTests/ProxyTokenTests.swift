@@ -120,6 +120,48 @@ import Testing
         #expect(cache.lookup("b", generation: 1, now: Self.now, leeway: 30) == nil)
     }
 
+    /// The cache recognises a token by its length and last 8 bytes, then compares the whole
+    /// token: a look-alike with the same tail (a forged token ending like a cached one) is a
+    /// miss, never the cached token's claims.
+    @Test func cacheComparesWholeTokensBehindTheFingerprint() throws {
+        let cache = TokenCache(capacity: 4)
+        let entry = try Self.token(Self.good)
+        let cached = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhIn0.SIGNATURE-TAIL-12345678"
+        let lookalike = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJiIn0.SIGNATURE-TAIL-12345678"
+        #expect(cached.utf8.count == lookalike.utf8.count)
+        cache.insert(cached, entry, generation: 1)
+        #expect(cache.lookup(cached, generation: 1, now: Self.now, leeway: 30) === entry)
+        #expect(cache.lookup(lookalike, generation: 1, now: Self.now, leeway: 30) == nil)
+        cache.insert(lookalike, entry, generation: 1)
+        #expect(cache.lookup(cached, generation: 1, now: Self.now, leeway: 30) === entry, "the first token keeps its slot")
+        #expect(cache.count == 1, "the look-alike is not cached: it is verified on each use")
+        // Read off a request head at an offset, as the proxy does.
+        let head = Array("GET / HTTP/1.1\r\nAuthorization: Bearer \(cached)\r\n\r\n".utf8)
+        let start = head.count - 4 - cached.utf8.count
+        #expect(cache.lookup(start..<(head.count - 4), of: head, generation: 1, now: Self.now, leeway: 30) === entry)
+        #expect(cache.lookup(start..<(head.count - 5), of: head, generation: 1, now: Self.now, leeway: 30) == nil)
+    }
+
+    /// The eight-bytes-at-a-time comparison against the plain one: every length to 40, a
+    /// difference at every position, at every offset of the range in its buffer.
+    @Test func byteComparisonMatchesArrayEquality() {
+        for length in 0...40 {
+            let other = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            for offset in 0..<9 {
+                let storage = [UInt8](repeating: 0xAA, count: offset) + other + [0x55, 0x66]
+                let range = offset..<(offset + length)
+                #expect(HTTPFields.bytes(storage, range, equal: other))
+                #expect(!HTTPFields.bytes(storage, offset..<(offset + length + 1), equal: other))
+                for position in 0..<length {
+                    var changed = storage
+                    changed[offset + position] ^= 0x01
+                    #expect(!HTTPFields.bytes(changed, range, equal: other), "length \(length), offset \(offset), position \(position)")
+                }
+            }
+        }
+        #expect(!HTTPFields.bytes([1, 2, 3], 2..<5, equal: [3, 0, 0]), "a range past the end is no match")
+    }
+
     @Test func revocationEvents() {
         #expect(RevocationWatcher.deviceEvent(in: Array(#"{"type":"revoke","appId":"A.b","keyId":"k+/="}"#.utf8))! == ("A.b", "k+/=", true))
         #expect(RevocationWatcher.deviceEvent(in: Array(#"{"type":"restore","appId":"A.b","keyId":"k"}"#.utf8))! == ("A.b", "k", false))

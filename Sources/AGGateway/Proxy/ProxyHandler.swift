@@ -36,7 +36,7 @@ enum ProxyHandler {
     /// The route of `tenant` matching `path` decides: anonymous routes go straight to
     /// admission, the others through the token check (reusing `presented` when it came in the
     /// tenant's own token header).
-    private static func dispatch(_ context: RequestContext, tenant: Tenant?, path: String, presented: (String, VerifiedToken)?) {
+    private static func dispatch(_ context: RequestContext, tenant: Tenant?, path: String, presented: VerifiedToken?) {
         guard let tenant, let proxy = tenant.proxy, let route = proxy.routes.match(path) else {
             context.fail(.routeNotFound)
             return
@@ -53,10 +53,9 @@ enum ProxyHandler {
     /// Without tenant headers the token names the tenant. Only `Authorization` is read here:
     /// a tenant's own `token.header` is known only once the tenant is.
     private static func routeByToken(_ context: RequestContext, path: String) {
-        let presented: (String, VerifiedToken)
+        let presented: VerifiedToken
         do throws(ProxyAuthFailure) {
-            let token = try BearerToken.extract(from: context.request.headers, header: .authorization)
-            presented = (token, try verifiedToken(token, context))
+            presented = try verifiedToken(try BearerToken.range(in: context.request.headers, header: .authorization), context)
         } catch .missing {
             context.fail(.routeNotFound)
             return
@@ -64,7 +63,7 @@ enum ProxyHandler {
             context.fail(error.error)
             return
         }
-        dispatch(context, tenant: presented.1.appID.flatMap { context.snapshot.tenants[$0] }, path: path, presented: presented)
+        dispatch(context, tenant: presented.appID.flatMap { context.snapshot.tenants[$0] }, path: path, presented: presented)
     }
 
     // MARK: 2. Token
@@ -72,14 +71,14 @@ enum ProxyHandler {
     /// Checks the token; on success continues with `admit`, else answers the contract error.
     /// `presented` is a token already found and verified while resolving the tenant.
     private static func authenticate(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy,
-                              presented: (String, VerifiedToken)?) {
+                              presented: VerifiedToken?) {
         let token: VerifiedToken
         let tokens = context.snapshot.gateway.tokens
         do throws(ProxyAuthFailure) {
             if let presented {
-                token = presented.1
+                token = presented
             } else {
-                token = try verifiedToken(try BearerToken.extract(from: context.request.headers, header: proxy.headers.tokenHeader),
+                token = try verifiedToken(try BearerToken.range(in: context.request.headers, header: proxy.headers.tokenHeader),
                                           context)
             }
             try TokenClaimsPolicy(issuer: tokens.issuer, leeway: tokens.leeway.seconds)
@@ -92,26 +91,28 @@ enum ProxyHandler {
         checkRevocation(context, tenant: tenant, proxy: proxy, token: token)
     }
 
-    /// The token for `text`: from this worker's cache, or verified now and cached.
-    private static func verifiedToken(_ text: String, _ context: RequestContext) throws(ProxyAuthFailure) -> VerifiedToken {
+    /// The token at `range` of the request head's bytes: from this worker's cache (no `String`
+    /// made of it), or verified now and cached.
+    private static func verifiedToken(_ range: Range<Int>, _ context: RequestContext) throws(ProxyAuthFailure) -> VerifiedToken {
         let now = context.services.time.nowSeconds
         let leeway = context.snapshot.gateway.tokens.leeway.seconds
         let cache = context.services.tokenCache
         let generation = context.snapshot.generation
-        if let cached = cache.lookup(text, generation: generation, now: now, leeway: leeway) {
+        let head = context.request.headers.storage
+        if let cached = cache.lookup(range, of: head, generation: generation, now: now, leeway: leeway) {
             context.services.metrics.increment(.tokenCacheHits)
             return cached
         }
         context.services.metrics.increment(.tokenCacheMisses)
         let jwt: VerifiedJWT
         do {
-            jwt = try context.snapshot.tokenKeys.verifier.verify(text)
+            jwt = try context.snapshot.tokenKeys.verifier.verify(String(decoding: head[range], as: UTF8.self))
         } catch {
             throw .invalid(Self.describe(error))
         }
         let token = try VerifiedToken(jwt)
         guard now < token.expiresAt + leeway else { throw .expired }
-        cache.insert(text, token, generation: generation)
+        cache.insert(range, of: head, token, generation: generation)
         return token
     }
 

@@ -62,7 +62,8 @@ struct TokenHeaderName: Sendable {
     static let authorization = TokenHeaderName("Authorization")
 }
 
-/// Finds the token in a request, on the head's bytes: one `String` is made, the token's.
+/// Finds the token in a request, on the head's bytes: its range there, so that a cached token
+/// is recognised without a `String` made of it (`TokenCache`); `extract` makes the `String`.
 enum BearerToken {
     private static let scheme = Array("bearer ".utf8)
     private static let bareScheme = Array("bearer".utf8)
@@ -70,7 +71,7 @@ enum BearerToken {
     /// The token in `header`: for `Authorization`, `Bearer <token>` (scheme in any case); for
     /// another header, the raw token or the same `Bearer` form. Anything else, including an
     /// `Authorization` of another scheme, counts as missing; the field sent twice is invalid.
-    static func extract(from headers: HTTPFields, header: TokenHeaderName) throws(ProxyAuthFailure) -> String {
+    static func range(in headers: HTTPFields, header: TokenHeaderName) throws(ProxyAuthFailure) -> Range<Int> {
         var found: Range<Int>?
         for field in headers {
             let matches = header.isAuthorization ? field.name == .authorization
@@ -88,10 +89,15 @@ enum BearerToken {
             start += scheme.count
             while start < end, isBlank(bytes[start]) { start += 1 }
             guard start < end else { throw .missing }
-            return String(decoding: headers.storage[start..<end], as: UTF8.self)
+            return start..<end
         }
         guard !header.isAuthorization, start < end, !headers.equalsIgnoringCase(start..<end, bareScheme) else { throw .missing }
-        return String(decoding: headers.storage[start..<end], as: UTF8.self)
+        return start..<end
+    }
+
+    /// The token in `header` (see `range`), as a `String`.
+    static func extract(from headers: HTTPFields, header: TokenHeaderName) throws(ProxyAuthFailure) -> String {
+        String(decoding: headers.storage[try range(in: headers, header: header)], as: UTF8.self)
     }
 
     /// `extract` for a header named by text (tests, and callers without a prepared name).

@@ -105,6 +105,12 @@ public struct HTTPFields: Sendable, RandomAccessCollection {
         return true
     }
 
+    /// Whether `storage[range]` is exactly `other` (a bearer token of several hundred bytes
+    /// against a cached one, per proxied request): one `memcmp` (`bytesEqual`).
+    public static func bytes(_ storage: [UInt8], _ range: Range<Int>, equal other: [UInt8]) -> Bool {
+        bytesEqual(storage, range, other)
+    }
+
     // MARK: Strings, on demand
 
     /// The first value of an interned name, as a `String`.
