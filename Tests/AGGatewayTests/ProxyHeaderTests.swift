@@ -117,6 +117,29 @@ import Testing
         #expect(trusted["Forwarded"] == "for=1.2.3.4")
     }
 
+    /// The `api` decision's headers, written as digits into the proxied answer, replace the
+    /// upstream's own in any case, keep other `X-RateLimit-*` names, and read exactly as the
+    /// gateway's own answers spell them (`RateLimitOutcome.headers`).
+    @Test func rateLimitDecisionReplacesTheUpstreamsHeaders() {
+        let decision = TokenBucket.Decision(allowed: true, limit: 600, remaining: 0, resetAt: 1_796_166_932, retryAfter: 0)
+        var headers = HTTPHeaders([
+            ("x-ratelimit-limit", "5"), ("X-RATELIMIT-REMAINING", "4"), ("X-RateLimit-Reset", "9"),
+            ("X-RateLimit-Policy", "kept"), ("X-Custom", "kept"),
+        ])
+        ForwardHeaders.filterResponse(&headers, requestID: "req-1", extra: HTTPHeaders(), rateLimit: decision)
+        #expect(headers.values("X-RateLimit-Limit") == ["600"])
+        #expect(headers.values("X-RateLimit-Remaining") == ["0"])
+        #expect(headers.values("X-RateLimit-Reset") == ["1796166932"])
+        #expect(headers["X-RateLimit-Policy"] == "kept")
+        #expect(headers["X-Custom"] == "kept")
+        let written = headers.fields.filter { ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"].contains($0.name) }
+        #expect(written.map { [$0.name, $0.value] } == RateLimitOutcome.headers(decision).map { [$0.0, $0.1] })
+        // Without a decision the upstream's own pass through.
+        var untouched = HTTPHeaders([("X-RateLimit-Limit", "5")])
+        ForwardHeaders.filterResponse(&untouched, requestID: "req-1", extra: HTTPHeaders())
+        #expect(untouched.values("X-RateLimit-Limit") == ["5"])
+    }
+
     @Test func responseFilter() {
         var headers = HTTPHeaders([
             ("Connection", "X-Hop"), ("X-Hop", "1"), ("Keep-Alive", "timeout=5"), ("Upgrade", "h2c"), ("Trailer", "X-Sum"),
@@ -196,11 +219,12 @@ extension ForwardHeaders {
         return try! HTTPFields(parsing: writer.bytes + Array("\r\n".utf8))
     }
 
-    static func filterResponse(_ headers: inout HTTPHeaders, requestID: String, extra: HTTPHeaders) {
+    static func filterResponse(_ headers: inout HTTPHeaders, requestID: String, extra: HTTPHeaders,
+                               rateLimit: TokenBucket.Decision? = nil) {
         let text = "HTTP/1.1 200 OK\r\n" + headers.fields.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
         let head = try! HTTPHeadParser.parseResponse(Array(text.utf8))
         var writer = HTTPHeadWriter()
-        response(head, requestID: requestID, extra: extra, into: &writer)
+        response(head, requestID: requestID, extra: extra, rateLimit: rateLimit, into: &writer)
         headers = HTTPHeaders(try! HTTPFields(parsing: writer.bytes + Array("\r\n".utf8)).fields)
     }
 }

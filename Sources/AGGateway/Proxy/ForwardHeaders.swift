@@ -155,7 +155,8 @@ enum ForwardHeaders {
     /// fields go (the server writes its own framing), the fields `Connection` lists go,
     /// `Proxy-Authenticate` goes, `X-Request-ID` becomes the gateway's, and `extra`
     /// (rate-limit headers) replace any the upstream sent.
-    static func response(_ head: HTTPResponseHead, requestID: String, extra: HTTPHeaders, into writer: inout HTTPHeadWriter) {
+    static func response(_ head: HTTPResponseHead, requestID: String, extra: HTTPHeaders,
+                         rateLimit: TokenBucket.Decision? = nil, into writer: inout HTTPHeadWriter) {
         let fields = head.headers
         let options = connectionOptions(fields)
         for field in fields {
@@ -163,12 +164,34 @@ enum ForwardHeaders {
                 || field.name == .xRequestID || isListed(field, options, fields) {
                 continue
             }
+            if rateLimit != nil, isRateLimitField(field, fields) { continue }
             if !extra.fields.isEmpty, extra.containsName(field.nameRange, of: fields) { continue }
             writer.appendField(field, of: fields)
         }
         writer.appendField(.xRequestID, requestID)
+        if let rateLimit {
+            // The spelling of `RateLimitOutcome.headers`, written as digits straight into the head.
+            writer.append("X-RateLimit-Limit: ")
+            writer.append(decimal: rateLimit.limit)
+            writer.append("\r\nX-RateLimit-Remaining: ")
+            writer.append(decimal: rateLimit.remaining)
+            writer.append("\r\nX-RateLimit-Reset: ")
+            writer.append(decimal: Int(rateLimit.resetAt))
+            writer.appendCRLF()
+        }
         // By index: the fields are borrowed where a `for in` would copy (retain) each pair.
         for index in extra.fields.indices { writer.appendField(extra.fields[index].name, extra.fields[index].value) }
+    }
+
+    private static let rateLimitNames = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"].map { Array($0.utf8) }
+
+    /// An upstream's own `X-RateLimit-Limit`, `-Remaining` or `-Reset` (any case): replaced by
+    /// the gateway's when it counted the request.
+    private static func isRateLimitField(_ field: HTTPField, _ fields: HTTPFields) -> Bool {
+        let count = field.nameRange.count
+        guard count == 17 || count == 21 else { return false }
+        for name in rateLimitNames where fields.equalsIgnoringCase(field.nameRange, name) { return true }
+        return false
     }
 
     /// Hop-by-hop fields by name (RFC 9110 section 7.6.1), plus `Proxy-Authorization`,

@@ -23,6 +23,7 @@ final class UpstreamForwarder: Forwarder {
         let policy = proxy.headers
         let requestID = context.requestID
         let extra = context.extraHeaders
+        let rateLimit = context.rateLimitDecision
         let metrics = context.services.metrics
         let logger = context.services.logger
         upstreams.forward(request, to: proxy.target,
@@ -30,7 +31,8 @@ final class UpstreamForwarder: Forwarder {
                                                      response: server.timeouts.upstreamResponse),
                           maxBodyBytes: server.maxProxyBodyBytes,
                           writeFields: { ForwardHeaders.request(request.headers, policy: policy, hop: hop, injected: injected, into: &$0) },
-                          responseFields: { ForwardHeaders.response($0, requestID: requestID, extra: extra, into: &$1) }) {
+                          responseFields: { ForwardHeaders.response($0, requestID: requestID, extra: extra, rateLimit: rateLimit,
+                                                                    into: &$1) }) {
             outcome in
             switch outcome {
             case .completed(let status, let upstreamTime, _):

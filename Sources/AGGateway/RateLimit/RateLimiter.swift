@@ -50,7 +50,7 @@ public enum RateLimitOutcome: Sendable, Hashable {
         }
     }
 
-    private static func headers(_ decision: TokenBucket.Decision) -> [(String, String)] {
+    static func headers(_ decision: TokenBucket.Decision) -> [(String, String)] {
         [("X-RateLimit-Limit", String(decision.limit)),
          ("X-RateLimit-Remaining", String(decision.remaining)),
          ("X-RateLimit-Reset", String(decision.resetAt))]

@@ -71,13 +71,11 @@ extension RequestContext {
         }
     }
 
-    /// `X-RateLimit-Limit`, `-Remaining` and `-Reset` for `decision` (as `RateLimitOutcome.headers`
-    /// spells them), added without building the outcome's list first: this runs per request.
+    /// `X-RateLimit-Limit`, `-Remaining` and `-Reset` for `decision` go on whatever answer
+    /// follows (as `RateLimitOutcome.headers` spells them): kept as the decision and written as
+    /// digits into the answer's head, not as three strings per request.
     func addRateLimitHeaders(_ decision: TokenBucket.Decision) {
-        extraHeaders.reserveCapacity(extraHeaders.count + 3)
-        extraHeaders.add("X-RateLimit-Limit", String(decision.limit))
-        extraHeaders.add("X-RateLimit-Remaining", String(decision.remaining))
-        extraHeaders.add("X-RateLimit-Reset", String(decision.resetAt))
+        rateLimitDecision = decision
     }
 
     /// Applies a rate-limit outcome: adds its headers, answers 429 or 503 itself when the

@@ -12,8 +12,10 @@ final class RequestContext {
     var tenant: Tenant?
     /// Route label for metrics and the access log (`challenge`, `refresh`, `proxy`, …).
     var route = "none"
-    /// Headers added to whatever answer goes out (rate-limit headers).
+    /// Headers added to whatever answer goes out (`client-request-id` of Platform SSO).
     var extraHeaders = HTTPHeaders()
+    /// The rate-limit decision whose `X-RateLimit-*` headers go on whatever answer goes out.
+    var rateLimitDecision: TokenBucket.Decision?
     /// Time spent waiting for the upstream, for the access log.
     var upstreamSeconds: Double?
     /// The stable code of the error answered, for metrics and the access log.
@@ -41,10 +43,13 @@ final class RequestContext {
         guard !answered else { return }
         answered = true
         var all = headers
-        all.reserveCapacity(headers.count + 3 + extraHeaders.count)
+        all.reserveCapacity(headers.count + 6 + extraHeaders.count)
         all.add("Content-Type", contentType)
         all.add("X-Request-ID", requestID)
         if all["Cache-Control"] == nil { all.add("Cache-Control", "no-store") }
+        if let rateLimitDecision {
+            for (name, value) in RateLimitOutcome.headers(rateLimitDecision) { all.add(name, value) }
+        }
         for field in extraHeaders.fields { all.add(field.name, field.value) }
         request.respond(status: status, headers: all, body: body)
         finished(status: status)
