@@ -97,8 +97,13 @@ public enum RateLimitedRoute: Sendable, Hashable {
         case .refresh:
             [tenant.check(.attest, limitPerMinute: tier.attest)]
         case .api:
-            [tenant.check(.api, limitPerMinute: tier.api)]
+            [Self.apiCheck(tenant: tenant, tier: tier)]
         }
+    }
+
+    /// The `api` route's one check, without the array (per proxied request).
+    public static func apiCheck(tenant: TenantBucketKeys, tier: RateTier) -> BucketCheck {
+        tenant.check(.api, limitPerMinute: tier.api)
     }
 
     /// What to do without Redis: attestation routes need Redis anyway and fail closed; proxied

@@ -140,6 +140,20 @@ import Testing
         #expect(untouched.values("X-RateLimit-Limit") == ["5"])
     }
 
+    /// `Connection: keep-alive` (every keep-alive upstream's) lists no field worth a list of
+    /// its own: `Keep-Alive` goes as hop-by-hop, and any other field named beside it still goes.
+    @Test func keepAliveConnectionOptionStillDropsWhatItNames() {
+        var plain = HTTPHeaders([("Connection", "Keep-Alive"), ("Keep-Alive", "timeout=5"), ("X-Custom", "kept")])
+        ForwardHeaders.filterResponse(&plain, requestID: "req-1", extra: HTTPHeaders())
+        #expect(plain["Keep-Alive"] == nil)
+        #expect(plain["Connection"] == nil)
+        #expect(plain["X-Custom"] == "kept")
+        var listed = HTTPHeaders([("Connection", "keep-alive, X-Secret"), ("X-Secret", "s"), ("X-Custom", "kept")])
+        ForwardHeaders.filterResponse(&listed, requestID: "req-1", extra: HTTPHeaders())
+        #expect(listed["X-Secret"] == nil)
+        #expect(listed["X-Custom"] == "kept")
+    }
+
     @Test func responseFilter() {
         var headers = HTTPHeaders([
             ("Connection", "X-Hop"), ("X-Hop", "1"), ("Keep-Alive", "timeout=5"), ("Upgrade", "h2c"), ("Trailer", "X-Sum"),

@@ -163,6 +163,8 @@ struct RateLimiterTests {
         #expect(RateLimitedRoute.api.checks(appID: app, clientIP: client, tier: tier, ipLimits: ipLimits) == [
             BucketCheck(key: "ag:{ABCDE12345.com.example.app}:rl:api", limitPerMinute: 10_000, name: "api"),
         ])
+        #expect(RateLimitedRoute.apiCheck(tenant: TenantBucketKeys(appID: app), tier: tier)
+                == BucketCheck(key: "ag:{ABCDE12345.com.example.app}:rl:api", limitPerMinute: 10_000, name: "api"))
         for policy in StoreErrorPolicy.allCases {
             let config = RateLimitConfig(onStoreError: policy)
             #expect(RateLimitedRoute.challenge.fallback(config) == .refuse)

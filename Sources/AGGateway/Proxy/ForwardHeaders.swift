@@ -204,14 +204,20 @@ enum ForwardHeaders {
     }
 
     /// The ranges of the field names listed in `Connection` (connection options); no
-    /// allocation when there is no `Connection` field.
+    /// allocation when there is no `Connection` field, or when it lists only `keep-alive`
+    /// (every upstream's `Connection: keep-alive`: the `Keep-Alive` field it names is
+    /// hop-by-hop and dropped anyway).
     private static func connectionOptions(_ fields: HTTPFields) -> [Range<Int>] {
         var options: [Range<Int>] = []
         for field in fields where field.name == .connection {
-            fields.forEachListElement(of: field) { options.append($0) }
+            fields.forEachListElement(of: field) { option in
+                if !fields.equalsIgnoringCase(option, keepAliveOption) { options.append(option) }
+            }
         }
         return options
     }
+
+    private static let keepAliveOption = Array("keep-alive".utf8)
 
     private static func isListed(_ field: HTTPField, _ options: [Range<Int>], _ fields: HTTPFields) -> Bool {
         guard !options.isEmpty else { return false }

@@ -42,13 +42,11 @@ extension RequestContext {
     /// revoked or missing record is refused like a revocation; when Redis cannot answer,
     /// `proxy.unverified_token_policy` decides (`deny`: 503).
     func rateLimitAPI(tenant: Tenant, token: VerifiedToken, keyID: String, next: @escaping () -> Void) {
-        let checks = RateLimitedRoute.api.checks(tenant: tenant.bucketKeys, clientIP: { clientIP }, tier: effectiveTier(tenant),
-                                                 ipLimits: snapshot.gateway.ipLimits)
-        precondition(checks.count == 1, "the api route has one bucket")
+        let check = RateLimitedRoute.apiCheck(tenant: tenant.bucketKeys, tier: effectiveTier(tenant))
         let deviceKey = token.deviceKey ?? RedisDeviceStore.deviceKey(tenant, keyID)
         token.deviceKey = deviceKey
         let device = DeviceCheck(deviceKey: deviceKey, epochKey: tenant.deviceEpochKey, checkedAt: token.checkedEpoch)
-        services.limiter.admit(checks[0], device: device, fallback: RateLimitedRoute.api.fallback(snapshot.gateway.rateLimits)) { [self] admission in
+        services.limiter.admit(check, device: device, fallback: RateLimitedRoute.api.fallback(snapshot.gateway.rateLimits)) { [self] admission in
             switch admission {
             case .refused(let standing):
                 token.checkedEpoch = nil
