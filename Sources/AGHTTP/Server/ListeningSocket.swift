@@ -2,6 +2,7 @@
 import Glibc
 #endif
 internal import CEvent
+import AGSync
 
 /// A bound, listening TCP socket, shared by every worker's server.
 public struct ListeningSocket: Sendable {
@@ -28,20 +29,38 @@ public struct ListeningSocket: Sendable {
     ///
     /// A port already bound by anything, including another gateway's reuse-port group, is
     /// refused as `bind` always refused it: a plain probe bind, which conflicts with every
-    /// existing socket on the port, runs first. Port 0 picks one free port for the whole group.
+    /// existing socket on the port, runs first, and the probe and the group's binds run under
+    /// one process-wide lock, so two groups of one process can never meet on a port.
+    ///
+    /// Port 0 needs no probe: the first member binds port 0 itself and listens at once. The
+    /// kernel's free-port search never picks a port that has any socket on it (reuse-port
+    /// groups included; unless `net.ipv4.ip_autobind_reuse` is set and the range is full), and
+    /// from that moment the port is taken, so no other binder of port 0 can land on it. Before,
+    /// a probe found the free port and the group bound it after the probe closed: in between,
+    /// another probe could find it free too, and two groups then shared the port (once in
+    /// 12,000 concurrent group binds when that sequence was stress-run).
     public static func bindGroup(host: String, port: Int, count: Int, backlog: Int32 = 1024) throws(BindError) -> [ListeningSocket] {
         guard count > 1 else { return [try bind(host: host, port: port, backlog: backlog)] }
-        let probe = try bind(host: host, port: port, backlog: backlog, listens: false)
-        probe.close()
-        var group: [ListeningSocket] = []
-        do {
-            for _ in 0..<count { group.append(try bind(host: host, port: probe.port, backlog: backlog, reusePort: true)) }
-        } catch {
-            for socket in group { socket.close() }
-            throw error
+        return try groupBinding.withLock { _ throws(BindError) -> [ListeningSocket] in
+            var group: [ListeningSocket] = []
+            do throws(BindError) {
+                if port == 0 {
+                    group.append(try bind(host: host, port: 0, backlog: backlog, reusePort: true))
+                } else {
+                    try bind(host: host, port: port, backlog: backlog, listens: false).close()
+                }
+                let chosen = group.first?.port ?? port
+                while group.count < count { group.append(try bind(host: host, port: chosen, backlog: backlog, reusePort: true)) }
+            } catch {
+                for socket in group { socket.close() }
+                throw error
+            }
+            return group
         }
-        return group
     }
+
+    /// Serializes `bindGroup`'s probe and binds within the process.
+    private static let groupBinding = Locked(())
 
     /// Binds `host:port` (IPv4 or IPv6 literal; port 0 picks a free one) and listens.
     public static func bind(host: String, port: Int, backlog: Int32 = 1024, reusePort: Bool = false,
