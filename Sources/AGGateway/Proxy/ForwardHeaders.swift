@@ -153,8 +153,8 @@ enum ForwardHeaders {
 
     /// Writes an upstream response's fields for the client: hop-by-hop fields and the framing
     /// fields go (the server writes its own framing), the fields `Connection` lists go,
-    /// `Proxy-Authenticate` goes, `X-Request-ID` becomes the gateway's, and `extra`
-    /// (rate-limit headers) replace any the upstream sent.
+    /// `Proxy-Authenticate` goes, `X-Request-ID` becomes the gateway's, the `api` decision's
+    /// `X-RateLimit-*` (`rateLimit`) and `extra` replace any of those names the upstream sent.
     static func response(_ head: HTTPResponseHead, requestID: String, extra: HTTPHeaders,
                          rateLimit: TokenBucket.Decision? = nil, into writer: inout HTTPHeadWriter) {
         let fields = head.headers
