@@ -142,6 +142,10 @@ enum ProxyHandler {
             }
             return
         }
+        if let admitted = context.rateLimitAPINow(tenant: tenant, token: token, keyID: keyID) {
+            if admitted { forward(context, tenant: tenant, proxy: proxy, token: token) }
+            return
+        }
         context.rateLimitAPI(tenant: tenant, token: token, keyID: keyID) {
             forward(context, tenant: tenant, proxy: proxy, token: token)
         }

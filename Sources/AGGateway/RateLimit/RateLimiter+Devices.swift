@@ -36,6 +36,17 @@ extension RateLimiter {
         epochs[key] = KnownEpoch(value: value, sentAt: sentAt)
     }
 
+    /// The steady state of `admit`, per proxied request, decided at once: the epoch read
+    /// within the last lease lifetime is the one the token was checked at, and the lease holds
+    /// a token. That is what `lease` then `settle` would decide, without their closures (nor
+    /// the caller's: `Limiter.admitNow`). Nil when Redis has to be asked.
+    func admitNow(_ check: BucketCheck, device: DeviceCheck) -> DeviceAdmission? {
+        guard let checkedAt = device.checkedAt, let known = epochs[device.epochKey], checkedAt == known.value,
+              time.nowMicroseconds < known.sentAt + LeaseSizing.lifetimeMicroseconds,
+              let outcome = spendLeased(check) else { return nil }
+        return .checked(outcome, epoch: checkedAt)
+    }
+
     /// The proxied request's device standing and `api` token (see `Limiter.admit`).
     func admit(_ check: BucketCheck, device: DeviceCheck, fallback: RateLimitFallback,
                completion: @escaping (DeviceAdmission) -> Void) {
@@ -43,13 +54,8 @@ extension RateLimiter {
         // (spent locally, or the lease call reads the epoch again, and only a moved epoch costs
         // a record read). A lapsed lease must not make every token of a quiet tenant read its
         // record once a second.
+        if let admission = admitNow(check, device: device) { return completion(admission) }
         if let checkedAt = device.checkedAt, let known = epochs[device.epochKey], checkedAt == known.value {
-            // The steady state, per proxied request: the epoch read within the last lease
-            // lifetime is the one the token was checked at, and the lease holds a token. That is
-            // what `lease` then `settle` decide below, without their two closures.
-            if time.nowMicroseconds < known.sentAt + LeaseSizing.lifetimeMicroseconds, let outcome = spendLeased(check) {
-                return completion(.checked(outcome, epoch: checkedAt))
-            }
             lease(check, epochKey: device.epochKey, fallback: fallback) { [self] outcome in
                 settle(check, device, checkedAt: checkedAt, outcome, completion)
             }

@@ -42,29 +42,50 @@ extension RequestContext {
     /// revoked or missing record is refused like a revocation; when Redis cannot answer,
     /// `proxy.unverified_token_policy` decides (`deny`: 503).
     func rateLimitAPI(tenant: Tenant, token: VerifiedToken, keyID: String, next: @escaping () -> Void) {
+        let (check, device) = apiCheck(tenant: tenant, token: token, keyID: keyID)
+        services.limiter.admit(check, device: device, fallback: RateLimitedRoute.api.fallback(snapshot.gateway.rateLimits)) { [self] admission in
+            if settleAPI(admission, tenant: tenant, token: token) { next() }
+        }
+    }
+
+    /// `rateLimitAPI` when the limiter can answer at once (`Limiter.admitNow`: the lease holds a
+    /// token and the device epoch is current): whether the request may go on, having answered
+    /// it otherwise; nil when `rateLimitAPI` must ask Redis. No closure is made on this path.
+    func rateLimitAPINow(tenant: Tenant, token: VerifiedToken, keyID: String) -> Bool? {
+        let (check, device) = apiCheck(tenant: tenant, token: token, keyID: keyID)
+        guard let admission = services.limiter.admitNow(check, device: device) else { return nil }
+        return settleAPI(admission, tenant: tenant, token: token)
+    }
+
+    private func apiCheck(tenant: Tenant, token: VerifiedToken, keyID: String) -> (BucketCheck, DeviceCheck) {
         let check = RateLimitedRoute.apiCheck(tenant: tenant.bucketKeys, tier: effectiveTier(tenant))
         let deviceKey = token.deviceKey ?? RedisDeviceStore.deviceKey(tenant, keyID)
         token.deviceKey = deviceKey
-        let device = DeviceCheck(deviceKey: deviceKey, epochKey: tenant.deviceEpochKey, checkedAt: token.checkedEpoch)
-        services.limiter.admit(check, device: device, fallback: RateLimitedRoute.api.fallback(snapshot.gateway.rateLimits)) { [self] admission in
-            switch admission {
-            case .refused(let standing):
-                token.checkedEpoch = nil
-                services.metrics.increment(standing == .revoked ? "attestgate_proxy_refused_devices_total{reason=\"revoked\"}"
-                                                                : "attestgate_proxy_refused_devices_total{reason=\"unknown\"}")
-                fail(.deviceRevoked)
-            case .checked(let outcome, let epoch):
-                if let epoch { token.checkedEpoch = epoch }
-                if admit(outcome, tenant: tenant) { next() }
-            case .unverified(let outcome):
-                switch snapshot.gateway.proxy.unverifiedTokenPolicy {
-                case .deny:
-                    services.metrics.increment("attestgate_unverified_tokens_total{policy=\"deny\"}")
-                    storeFailed(StoreFailure(description: "device record unreadable"))
-                case .allow:
-                    services.metrics.increment("attestgate_unverified_tokens_total{policy=\"allow\"}")
-                    if admit(outcome, tenant: tenant) { next() }
-                }
+        return (check, DeviceCheck(deviceKey: deviceKey, epochKey: tenant.deviceEpochKey, checkedAt: token.checkedEpoch))
+    }
+
+    /// Applies the device admission of a proxied request: whether it may go on, having
+    /// answered it otherwise.
+    private func settleAPI(_ admission: DeviceAdmission, tenant: Tenant, token: VerifiedToken) -> Bool {
+        switch admission {
+        case .refused(let standing):
+            token.checkedEpoch = nil
+            services.metrics.increment(standing == .revoked ? "attestgate_proxy_refused_devices_total{reason=\"revoked\"}"
+                                                            : "attestgate_proxy_refused_devices_total{reason=\"unknown\"}")
+            fail(.deviceRevoked)
+            return false
+        case .checked(let outcome, let epoch):
+            if let epoch { token.checkedEpoch = epoch }
+            return admit(outcome, tenant: tenant)
+        case .unverified(let outcome):
+            switch snapshot.gateway.proxy.unverifiedTokenPolicy {
+            case .deny:
+                services.metrics.increment("attestgate_unverified_tokens_total{policy=\"deny\"}")
+                storeFailed(StoreFailure(description: "device record unreadable"))
+                return false
+            case .allow:
+                services.metrics.increment("attestgate_unverified_tokens_total{policy=\"allow\"}")
+                return admit(outcome, tenant: tenant)
             }
         }
     }

@@ -102,6 +102,13 @@ protocol Limiter: AnyObject {
     /// once on the loop thread.
     func admit(_ check: BucketCheck, device: DeviceCheck, fallback: RateLimitFallback,
                completion: @escaping (DeviceAdmission) -> Void)
+    /// `admit`'s answer when it needs no Redis call (the steady state of a proxied request),
+    /// decided and spent at once; nil when `admit` must be called. Nil by default.
+    func admitNow(_ check: BucketCheck, device: DeviceCheck) -> DeviceAdmission?
+}
+
+extension Limiter {
+    func admitNow(_ check: BucketCheck, device: DeviceCheck) -> DeviceAdmission? { nil }
 }
 
 /// A proxied token's device, as `Limiter.admit` checks it.
