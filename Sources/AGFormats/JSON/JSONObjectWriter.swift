@@ -41,7 +41,7 @@ public struct JSONObjectWriter {
 
     public mutating func add(_ key: String, _ value: Double) {
         addKey(key)
-        bytes.append(contentsOf: (value.isFinite ? String(value) : "null").utf8)
+        JSONBytes.appendDouble(value, to: &bytes)
     }
 
     /// Adds `thousandths / 1000` as a JSON number, spelled exactly as `add(key, Double)` spells
@@ -126,12 +126,16 @@ public enum JSONBytes {
         DecimalDigits.append(value, to: &bytes)
     }
 
+    /// A double as Swift's description spells it; `null` for infinities and NaN.
+    public static func appendDouble(_ value: Double, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: (value.isFinite ? String(value) : "null").utf8)
+    }
+
     /// `thousandths / 1000` as the JSON number Swift's `Double` description spells (`12.5`,
     /// `0.001`, `3.0`), without converting a double to text.
     public static func appendThousandths(_ thousandths: Int, to bytes: inout [UInt8]) {
         guard thousandths.magnitude < 1_000_000_000_000_000 else {
-            let value = Double(thousandths) / 1000
-            return bytes.append(contentsOf: (value.isFinite ? String(value) : "null").utf8)
+            return appendDouble(Double(thousandths) / 1000, to: &bytes)
         }
         if thousandths < 0 { bytes.append(UInt8(ascii: "-")) }
         let magnitude = Int(thousandths.magnitude)
