@@ -121,17 +121,15 @@ final class UpstreamExchange {
         if request.framing == .none {
             // No body to stream: the whole request is queued by the write below, so the
             // response timeout runs both ways from here (one timeout change per request, not two).
-            requestQueued = true
-            connection.setTimeouts(read: timeouts.response, write: timeouts.response)
+            markRequestQueued()
         } else {
             connection.setTimeouts(read: nil, write: timeouts.response)
         }
         connection.setReading(true)
         head.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
         connection.flushOutput()
-        if request.framing == .none {
-            return
-        } else if !bodyStreamStarted {
+        guard request.framing != .none else { return }
+        if !bodyStreamStarted {
             bodyStreamStarted = true
             request.streamBody(onData: { [weak self] chunk in self?.clientBody(chunk) },
                                onEnd: { [weak self] result in self?.clientBodyEnded(result) })
