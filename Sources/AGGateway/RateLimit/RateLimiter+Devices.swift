@@ -55,7 +55,7 @@ extension RateLimiter {
         // a record read). A lapsed lease must not make every token of a quiet tenant read its
         // record once a second.
         if let admission = admitNow(check, device: device) { return completion(admission) }
-        if let checkedAt = device.checkedAt, let known = epochs[device.epochKey], checkedAt == known.value {
+        if let checkedAt = device.checkedAt, checkedAt == epochs[device.epochKey]?.value {
             lease(check, epochKey: device.epochKey, fallback: fallback) { [self] outcome in
                 settle(check, device, checkedAt: checkedAt, outcome, completion)
             }
