@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import AGTestSupport
+import CEvent
 @testable import AGHTTP
 import Testing
 
@@ -189,5 +190,36 @@ import Testing
         #expect(ContinuousClock.now - started >= .milliseconds(2900))
         #expect(server.connectionCount == 1, "the second, re-armed 1 s later, is still open")
         #expect(eventually(5) { server.connectionCount == 0 }, "then the second timed out")
+    }
+
+    /// A client that sends faster than the handler takes the body fills the connection's input
+    /// only up to the read bound (plus at most one 16 KiB read): the rest waits in the kernel.
+    /// The bound is armed only when reached (`ReadBound`); without it the server buffered all
+    /// of the 16 MiB sent here.
+    @Test func inputStopsAtTheReadBoundWhileTheBodyIsNotTaken() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.readHighWatermark = 64 * 1024
+        configuration.readTimeout = .seconds(30)
+        configuration.bodyMinRate = 0
+        let held = UncheckedBox<HTTPServerRequest?>(nil)
+        let server = try TestServer(configuration) { request in
+            request.bodyPaused = true
+            held.value = request
+        }
+        defer { server.stop() }
+        let client = server.connect()
+        var tv = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(client.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let total = 16 * 1024 * 1024
+        client.write("POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: \(total)\r\n\r\n")
+        let piece = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+        var sent = 0
+        while sent < total, client.write(piece) { sent += piece.count }
+        #expect(sent < total, "the client was held back")
+        #expect(eventually { server.thread.sync { held.value != nil } })
+        let buffered = server.thread.sync { held.value?.connection.map { evbuffer_get_length($0.input) } ?? -1 }
+        #expect(buffered >= configuration.readHighWatermark, "reading went on up to the bound")
+        #expect(buffered <= configuration.readHighWatermark + 16 * 1024, "\(buffered) bytes buffered")
+        server.thread.sync { held.value = nil }
     }
 }

@@ -11,7 +11,7 @@ import Glibc
 /// One client connection: parses request heads, feeds bodies, writes responses, keeps alive.
 ///
 /// Its life is one `HTTPConnectionStateMachine`; this class carries out the machine's actions
-/// on the bufferevent. Memory is bounded: input by the read watermark, output by
+/// on the bufferevent. Memory is bounded: input by the read bound (`ReadBound`), output by
 /// `maxPendingOutput` (no further pipelined head is read above it), and a client that does not
 /// read its answers is cut off by the write timeout, which only the client's progress resets.
 ///
@@ -40,6 +40,8 @@ final class HTTPServerConnection {
     private var deadline: EventTimer?
     /// Body bytes seen when the current body-rate window started.
     var bodyWindowStart: Int?
+    /// Suspends reading once `readHighWatermark` bytes wait in the input.
+    private var readBound: ReadBound
 
     /// Wraps an accepted socket, in TLS when `tls` is given; nil (socket closed) when OpenSSL or
     /// libevent cannot make the connection.
@@ -49,6 +51,7 @@ final class HTTPServerConnection {
         self.reserved = reserved
         isSecure = tls != nil
         machine = HTTPConnectionStateMachine(handshaking: tls != nil)
+        readBound = ReadBound(limit: server.configuration.readHighWatermark, armNow: tls != nil)
         // Responses are written whole; Nagle would only delay a head and body sent apart.
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -88,13 +91,17 @@ final class HTTPServerConnection {
         guard let bev else { return }
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, { _, context in
-            Unmanaged<HTTPServerConnection>.fromOpaque(context!).takeUnretainedValue().readable()
+            let connection = Unmanaged<HTTPServerConnection>.fromOpaque(context!).takeUnretainedValue()
+            withExtendedLifetime(connection) {
+                connection.readable()
+                connection.readBound.check(connection.bev, input: connection.input)
+            }
         }, { _, context in
             Unmanaged<HTTPServerConnection>.fromOpaque(context!).takeUnretainedValue().writable()
         }, { _, events, context in
             Unmanaged<HTTPServerConnection>.fromOpaque(context!).takeUnretainedValue().event(events)
         }, context)
-        bufferevent_setwatermark(bev, Int16(EV_READ), 0, configuration.readHighWatermark)
+        readBound.start(bev)
         if let handshakeTimeout = server.tls?.handshakeTimeout, isSecure {
             setTimeouts(read: .off)
             armDeadline(after: handshakeTimeout)

@@ -28,6 +28,8 @@ final class UpstreamConnection {
     private var connected = false
     /// The response and idle timeouts, converted once per connection rather than per request.
     private var timevals = TimevalMemo()
+    /// Suspends reading once `highWatermark` bytes of the response wait in the input.
+    private var readBound: ReadBound
     var isOpen: Bool { bev != nil }
 
     /// Opens a non-blocking socket and starts connecting (and, with `tls`, the handshake for
@@ -36,6 +38,7 @@ final class UpstreamConnection {
         self.pool = pool
         self.endpoint = endpoint
         isSecure = tls != nil
+        readBound = ReadBound(limit: pool.configuration.highWatermark, armNow: tls != nil)
         let family = endpoint.address.family == .v6 ? AF_INET6 : AF_INET
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .connectFailed(String(cString: strerror(errno))) }
@@ -72,7 +75,10 @@ final class UpstreamConnection {
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, { _, context in
             let connection = Unmanaged<UpstreamConnection>.fromOpaque(context!).takeUnretainedValue()
-            withExtendedLifetime(connection) { connection.readable() }
+            withExtendedLifetime(connection) {
+                connection.readable()
+                connection.readBound.check(connection.bev, input: connection.input)
+            }
         }, { _, context in
             let connection = Unmanaged<UpstreamConnection>.fromOpaque(context!).takeUnretainedValue()
             withExtendedLifetime(connection) { connection.writable() }
@@ -80,7 +86,7 @@ final class UpstreamConnection {
             let connection = Unmanaged<UpstreamConnection>.fromOpaque(context!).takeUnretainedValue()
             withExtendedLifetime(connection) { connection.event(events) }
         }, context)
-        bufferevent_setwatermark(bev, Int16(EV_READ), 0, pool.configuration.highWatermark)
+        readBound.start(bev)
         pool.connectionOpened()
         if isSecure {
             // Each step of connect and handshake waits for one direction: both are bounded.
