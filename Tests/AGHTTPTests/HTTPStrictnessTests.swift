@@ -83,6 +83,21 @@ import Testing
         writer.reset()
         writer.append(decimal: -42)
         #expect(String(decoding: writer.bytes, as: UTF8.self) == "-42")
+        // Every digit count and its edges, every pair of digits, both signs, the extremes and
+        // random values, written one after another into a small writer that has to grow.
+        var values = [Int.min, Int.max, Int.min + 1] + Array(-100...1000)
+        var power = 1
+        for _ in 0..<19 {
+            values += [power - 1, power, power + 1, -power]
+            if power <= Int.max / 10 { power *= 10 }
+        }
+        for _ in 0..<200 { values.append(Int.random(in: Int.min...Int.max) >> Int.random(in: 0..<63)) }
+        var line = HTTPHeadWriter(capacity: 8)
+        for value in values {
+            line.append(decimal: value)
+            line.append(",")
+        }
+        #expect(String(decoding: line.bytes, as: UTF8.self) == values.map { String($0) + "," }.joined())
     }
 
     /// The writer's buffer grows past its first capacity without losing or reordering bytes,

@@ -85,25 +85,43 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
         slice.withUnsafeBytes { append($0) }
     }
 
-    /// Appends `value` in decimal.
+    /// Appends `value` in decimal: the digits are counted first, then written in place from
+    /// the last, two at a time from a table of the pairs "00" to "99" (a digit at a time, as
+    /// before, cost ~170 instructions for a ten-digit number; five go into each proxied answer).
     public mutating func append(decimal value: Int) {
-        guard value != 0 else { return appendByte(UInt8(ascii: "0")) }
-        var digits = InlineArray<20, UInt8>(repeating: 0)
-        var digitCount = 0
         var rest = value.magnitude
-        while rest > 0 {
-            digits[digitCount] = UInt8(ascii: "0") + UInt8(rest % 10)
-            rest /= 10
+        var digitCount = 1
+        var scale: UInt = 10
+        while digitCount < 20, rest >= scale {
             digitCount += 1
+            scale &*= 10
         }
-        reserve(digitCount + 1)
         if value < 0 { appendByte(UInt8(ascii: "-")) }
-        while digitCount > 0 {
-            digitCount -= 1
-            base[count] = digits[digitCount]
-            count += 1
+        reserve(digitCount)
+        var at = count + digitCount
+        let pairs = Self.digitPairs.utf8Start
+        while rest >= 100 {
+            let pair = Int(truncatingIfNeeded: rest % 100) &* 2
+            rest /= 100
+            at -= 2
+            base[at] = pairs[pair]
+            base[at + 1] = pairs[pair + 1]
         }
+        if rest >= 10 {
+            let pair = Int(truncatingIfNeeded: rest) &* 2
+            base[at - 2] = pairs[pair]
+            base[at - 1] = pairs[pair + 1]
+        } else {
+            base[at - 1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest)
+        }
+        count += digitCount
     }
+
+    private static let digitPairs: StaticString = """
+        00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+        40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899
+        """
 
     /// Appends `"HTTP/1.1 <status> <reason>\r\n"`; the reason is RFC 9110's for the status.
     public mutating func appendStatusLine(_ status: Int) {
