@@ -9,6 +9,25 @@ import Testing
 /// Tables and generators the request path uses instead of building strings: the tenant index
 /// over header bytes, and request ids.
 @Suite struct RequestPathTablesTests {
+    /// The gateway's own paths match exactly, by length then bytes: not a path of the same
+    /// length that differs, not a prefix, an extension, another case or a trailing slash.
+    @Test func ownRoutesMatchTheirPathsOnly() {
+        for route in OwnRoute.allCases {
+            let path = route.path
+            #expect(OwnRoute(path[...]) == route)
+            #expect(OwnRoute(("/x" + path)[...].dropFirst(2)) == route, "a substring of a longer string")
+            var changed = Array(path.utf8)
+            changed[changed.count - 1] ^= 0x01
+            #expect(OwnRoute(String(decoding: changed, as: UTF8.self)[...]) == nil)
+            #expect(OwnRoute(path.dropLast()) == nil)
+            #expect(OwnRoute((path + "/")[...]) == nil)
+            #expect(OwnRoute(path.uppercased()[...]) == nil)
+        }
+        for path in ["", "/", "/api/bench", "/api/v1/attestation/", "/api/v1/attestation/challengf", "/healthy"] {
+            #expect(OwnRoute(path[...]) == nil, "\(path)")
+        }
+    }
+
     @Test func tenantIndexFindsWhatTheAppIDLookupFinds() throws {
         let teams = ["AAAAAAAAA1", "AAAAAAAAA2", "BBBBBBBBB1"]
         let bundles = ["com.example.app", "com.example.ap", "com.example.appx", "com.other.app"]
