@@ -73,7 +73,6 @@ enum ProxyHandler {
     private static func authenticate(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy,
                               presented: VerifiedToken?) {
         let token: VerifiedToken
-        let tokens = context.snapshot.gateway.tokens
         do throws(ProxyAuthFailure) {
             if let presented {
                 token = presented
@@ -81,9 +80,9 @@ enum ProxyHandler {
                 token = try verifiedToken(try BearerToken.range(in: context.request.headers, header: proxy.headers.tokenHeader),
                                           context)
             }
-            try TokenClaimsPolicy(issuer: tokens.issuer, leeway: tokens.leeway.seconds)
-                .check(token.verified, teamID: tenant.config.teamID, bundleID: tenant.config.bundleID,
-                       audience: tenant.config.token.audience, now: context.services.time.nowSeconds)
+            try context.snapshot.tokenClaims.check(token.verified, teamID: tenant.config.teamID,
+                                                   bundleID: tenant.config.bundleID, audience: tenant.config.token.audience,
+                                                   now: context.services.time.nowSeconds)
         } catch {
             context.fail(error.error)
             return
@@ -95,7 +94,7 @@ enum ProxyHandler {
     /// made of it), or verified now and cached.
     private static func verifiedToken(_ range: Range<Int>, _ context: RequestContext) throws(ProxyAuthFailure) -> VerifiedToken {
         let now = context.services.time.nowSeconds
-        let leeway = context.snapshot.gateway.tokens.leeway.seconds
+        let leeway = context.snapshot.tokenClaims.leeway
         let cache = context.services.tokenCache
         let generation = context.snapshot.generation
         let head = context.request.headers.storage

@@ -1,6 +1,7 @@
 import AGConfig
 import AGCrypto
 import AGHTTP
+import AGPolicy
 import AGSync
 
 /// One immutable, validated view of the configuration plus everything derived from it.
@@ -23,6 +24,8 @@ public final class GatewaySnapshot: Sendable {
     let appAttestRoots: AppAttestRoots
     /// The public listener's TLS context from `server.tls` (chain and key checked), or nil.
     let serverTLS: TLSServerContext?
+    /// `tokens.issuer` and `tokens.leeway` in seconds, as every proxied request checks them.
+    let tokenClaims: TokenClaimsPolicy
 
     public var gateway: GatewayConfig { config.gateway }
 
@@ -33,6 +36,7 @@ public final class GatewaySnapshot: Sendable {
         self.config = config
         self.generation = generation
         self.adminToken = adminToken
+        tokenClaims = TokenClaimsPolicy(issuer: config.gateway.tokens.issuer, leeway: config.gateway.tokens.leeway.seconds)
         var problems: [ConfigProblem] = []
         var tokenKeys: TokenKeys?
         var appAttestRoots: AppAttestRoots?
