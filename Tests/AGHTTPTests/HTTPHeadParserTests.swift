@@ -24,6 +24,19 @@ struct HTTPHeadParserTests {
         #expect(head.headers["empty"] == "")
     }
 
+    /// The path ends at the first `?`; the query is everything after it, empty or not.
+    @Test func pathAndQuerySplitAtTheFirstQuestionMark() throws {
+        let cases: [(target: String, path: String, query: String?)] = [
+            ("/", "/", nil), ("/a", "/a", nil), ("/a?", "/a", ""), ("/?q", "/", "q"), ("/a?b?c", "/a", "b?c"),
+            ("/a/b/c?x=1", "/a/b/c", "x=1"), ("*", "*", nil), ("/" + String(repeating: "p", count: 300) + "?z", "/" + String(repeating: "p", count: 300), "z"),
+        ]
+        for (target, path, query) in cases {
+            let head = try request("GET \(target) HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(head.path == path[...], "\(target)")
+            #expect(head.query == query.map { $0[...] }, "\(target)")
+        }
+    }
+
     static let refusedRequests: [(String, String, HTTPParseError)] = [
         ("obsolete line folding", "GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n", .malformed("obsolete line folding")),
         ("space before colon", "GET / HTTP/1.1\r\nHost : h\r\n\r\n", .malformed("malformed header name")),

@@ -13,14 +13,22 @@ public struct HTTPRequestHead: Sendable {
 
     /// The path part of the target, without the query.
     public var path: Substring {
-        // A byte search: the target is ASCII (the parser refuses anything else).
-        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return target[..<q] }
-        return target[...]
+        guard let q = queryMark else { return target[...] }
+        return target[..<target.utf8.index(target.startIndex, offsetBy: q)]
     }
 
     public var query: Substring? {
-        guard let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
-        return target[target.utf8.index(after: q)...]
+        guard let q = queryMark else { return nil }
+        return target[target.utf8.index(target.startIndex, offsetBy: q + 1)...]
+    }
+
+    /// The offset of the first `?` in the target. A byte search over the target's span: the
+    /// target is ASCII (the parser refuses anything else), and `UTF8View.firstIndex(of:)`
+    /// cost ~30 instructions a byte.
+    private var queryMark: Int? {
+        let bytes = target.utf8.span
+        for offset in 0..<bytes.count where bytes[offset] == UInt8(ascii: "?") { return offset }
+        return nil
     }
 }
 
