@@ -19,13 +19,20 @@ public struct ProxyRouteTable: Sendable {
     }
 
     public static func matches(_ path: String, prefix: String) -> Bool {
-        let p = path.utf8, q = prefix.utf8
-        if q.last == UInt8(ascii: "/") {
-            if p.starts(with: q) { return true }
-            return p.count == q.count - 1 && q.starts(with: p)
+        // Over the strings' spans: `UTF8View.starts(with:)` cost ~40 instructions a byte.
+        let p = path.utf8.span, q = prefix.utf8.span
+        if q.count > 0, q[q.count - 1] == UInt8(ascii: "/") {
+            if startsWith(p, q) { return true }
+            return p.count == q.count - 1 && startsWith(q, p)
         }
-        guard p.starts(with: q) else { return false }
-        return p.count == q.count || p[p.index(p.startIndex, offsetBy: q.count)] == UInt8(ascii: "/")
+        guard startsWith(p, q) else { return false }
+        return p.count == q.count || p[q.count] == UInt8(ascii: "/")
+    }
+
+    private static func startsWith(_ bytes: Span<UInt8>, _ prefix: Span<UInt8>) -> Bool {
+        guard bytes.count >= prefix.count else { return false }
+        for index in 0..<prefix.count where bytes[index] != prefix[index] { return false }
+        return true
     }
 }
 
@@ -45,12 +52,13 @@ public enum ProxyPath {
     /// True for the everyday path, which normalizing leaves as it is: it starts with `/` and
     /// has no `%`, `;`, `\`, NUL, empty segment or dot segment. One pass, no allocation.
     static func isAlreadyNormal(_ path: Substring.UTF8View) -> Bool {
-        var bytes = path.makeIterator()
-        guard bytes.next() == UInt8(ascii: "/") else { return false }
+        // Over the span: a `UTF8View` iterator cost ~50 instructions a byte.
+        let bytes = path.span
+        guard bytes.count > 0, bytes[0] == UInt8(ascii: "/") else { return false }
         var segmentLength = 0
         var dots = 0
-        while let byte = bytes.next() {
-            switch byte {
+        for index in 1..<bytes.count {
+            switch bytes[index] {
             case UInt8(ascii: "/"):
                 // An empty segment (`//`) is merged, a dot segment refused: both are slow-path work.
                 if segmentLength == 0 || (segmentLength == dots && dots <= 2) { return false }

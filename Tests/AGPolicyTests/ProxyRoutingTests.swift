@@ -21,6 +21,25 @@ import Testing
         #expect(Self.table.match(path)?.prefix == prefix)
     }
 
+    /// The byte matcher against the rule spelled out on `String`s, on random paths and prefixes
+    /// built from the pieces where the rule has its edges (`/`, a shared stem, the empty path).
+    @Test func prefixMatchingFollowsTheSegmentRule() {
+        let pieces = ["/", "/", "a", "ab", "b", "/a", "x/", "é"]
+        func random() -> String { (0..<Int.random(in: 0...4)).map { _ in pieces.randomElement()! }.joined() }
+        func rule(_ path: String, _ prefix: String) -> Bool {
+            if prefix.hasSuffix("/") { return path.hasPrefix(prefix) || path + "/" == prefix }
+            return path == prefix || path.hasPrefix(prefix + "/")
+        }
+        var matched = 0
+        for _ in 0..<20_000 {
+            let path = random(), prefix = random()
+            let result = ProxyRouteTable.matches(path, prefix: prefix)
+            #expect(result == rule(path, prefix), "\(path) against \(prefix)")
+            if result { matched += 1 }
+        }
+        #expect(matched > 1_000, "both outcomes are exercised")
+    }
+
     @Test func noCatchAllMeansNoMatch() {
         let table = ProxyRouteTable([RouteConfig(prefix: "/api", auth: .required)])
         #expect(table.match("/other") == nil)
@@ -54,6 +73,9 @@ import Testing
         for _ in 0..<20_000 {
             let path = (0..<Int.random(in: 0...7, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
             let slow = ProxyPath.normalizedBySegments(Substring(path))
+            // The same bytes as a slice of a longer string: the check reads the slice only.
+            #expect(ProxyPath.isAlreadyNormal(("x" + path + "/..").dropFirst().dropLast(3).utf8)
+                    == ProxyPath.isAlreadyNormal(Substring(path).utf8), "\(path)")
             if ProxyPath.isAlreadyNormal(Substring(path).utf8) {
                 normal += 1
                 #expect(slow == path, "\(path)")
