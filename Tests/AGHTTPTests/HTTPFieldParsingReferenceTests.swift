@@ -16,6 +16,15 @@ import Testing
         }
     }
 
+    /// Every byte against RFC 9110's `tchar`, spelled out as the RFC lists it.
+    @Test func tokenBytesAreTheRFCsTchars() {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+        #expect(tchar.count == 77)
+        for byte in UInt8.min...UInt8.max {
+            #expect(HTTPHeadParser.isTokenByte(byte) == tchar.contains(byte), "byte \(byte)")
+        }
+    }
+
     static let alphabet: [UInt8] = Array("Aa-_:  \t\r\n\r\nxX1;".utf8) + [0x00, 0x01, 0x7F, 0x80, 0xFF]
 
     static func reference(_ bytes: [UInt8]) -> Result<[(String, String)], HTTPParseError> {

@@ -15,7 +15,10 @@ final class UpstreamForwarder: Forwarder {
         guard let request = context.request as? HTTPServerRequest else {
             preconditionFailure("the upstream forwarder serves connections only")
         }
-        let server = context.snapshot.gateway.server
+        // The server settings are read where they lie: a local copy of the whole `ServerConfig`
+        // (and another in the completion's context) cost two value-witness copies per request.
+        let server = context.snapshot.config.gateway.server
+        let bodyLimit = server.maxProxyBodyBytes
         var hop = ClientHop(peerAddress: request.remoteAddress,
                             peerTrusted: server.trusts(peer: request.remoteAddress),
                             requestID: context.requestID)
@@ -29,7 +32,7 @@ final class UpstreamForwarder: Forwarder {
         upstreams.forward(request, to: proxy.target,
                           timeouts: UpstreamTimeouts(connect: server.timeouts.upstreamConnect,
                                                      response: server.timeouts.upstreamResponse),
-                          maxBodyBytes: server.maxProxyBodyBytes,
+                          maxBodyBytes: bodyLimit,
                           writeFields: { ForwardHeaders.request(request.headers, policy: policy, hop: hop, injected: injected, into: &$0) },
                           responseFields: { ForwardHeaders.response($0, requestID: requestID, extra: extra, rateLimit: rateLimit,
                                                                     into: &$1) }) {
@@ -50,7 +53,7 @@ final class UpstreamForwarder: Forwarder {
             case .failed(let error):
                 Self.count(error, tenant: tenant, metrics)
                 Self.log(error, tenant: tenant, target: proxy.target, logger)
-                context.fail(Self.answer(for: error, limit: server.maxProxyBodyBytes))
+                context.fail(Self.answer(for: error, limit: bodyLimit))
             }
         }
     }
