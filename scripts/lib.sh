@@ -94,11 +94,30 @@ start_redis_node() {
     redis-server "$dir/redis.conf" >/dev/null 2>&1
 }
 
+# Runs start function $1 with the group directory $2 (and the rest) up to three times. A failed
+# attempt stops whatever it had started and clears the directory: the ports free_ports found
+# can be taken by another process before a node binds them (an outgoing connection's ephemeral
+# port comes from the same range), and a half-started group must not outlive the attempt (its
+# processes kept running and broke the next test run's cluster creation).
+start_redis_group() {
+    local start=$1 dir=$2 attempt
+    shift
+    for attempt in 1 2 3; do
+        "$start" "$@" && return 0
+        stop_redis_group "$dir"
+        rm -rf "${dir:?}"/*
+        [ "$attempt" -lt 3 ] && echo "attempt $attempt failed; starting again on other ports" >&2
+    done
+    return 1
+}
+
 # Starts a 3-primary/3-replica Redis Cluster on loopback with its files in $1; $2 is
 # cluster-node-timeout in ms (default 5000: a loaded CI machine must not trigger failovers).
 # Writes the node ports to $1/ports and returns once every node sees all 16384 slots served
-# and every replica is in sync.
-start_redis_cluster() {
+# and every replica is in sync. Stops what it started when it fails, after three attempts.
+start_redis_cluster() { start_redis_group start_redis_cluster_once "$@"; }
+
+start_redis_cluster_once() {
     local dir node_timeout=${2:-5000} ports port bus nodes=()
     dir=$(mkdir -p "$1" && cd "$1" && pwd)
     read -r -a ports <<< "$(free_ports 12)"
@@ -136,7 +155,10 @@ cluster_node_ready() {
 # loopback with their files in $1. Writes "primary replica replica" to $1/ports and the
 # sentinel ports to $1/sentinels; returns once every sentinel knows both replicas and the
 # other sentinels, so `SENTINEL FAILOVER` and a killed primary are both handled at once.
-start_redis_sentinels() {
+# Stops what it started when it fails, after three attempts.
+start_redis_sentinels() { start_redis_group start_redis_sentinels_once "$@"; }
+
+start_redis_sentinels_once() {
     local dir ports primary port
     dir=$(mkdir -p "$1" && cd "$1" && pwd)
     read -r -a ports <<< "$(free_ports 6)"
