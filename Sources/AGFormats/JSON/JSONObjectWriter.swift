@@ -122,6 +122,16 @@ public enum JSONBytes {
         JSONValue.writeString(string, to: &bytes)
     }
 
+    /// True when `string` goes into a JSON string as it is (no `"`, `\` or control
+    /// character): quoting it is then all `appendString` does.
+    public static func needsNoEscaping(_ string: String) -> Bool {
+        JSONValue.isClean(string.utf8.span)
+    }
+
+    public static func needsNoEscaping(_ string: Substring) -> Bool {
+        JSONValue.isClean(string.utf8.span)
+    }
+
     public static func appendInt(_ value: Int, to bytes: inout [UInt8]) {
         DecimalDigits.append(value, to: &bytes)
     }
@@ -163,6 +173,17 @@ public struct RFC3339Clock {
 
     /// Appends the time, unquoted.
     public mutating func append(unixMilliseconds: Int64, to bytes: inout [UInt8]) {
+        let (second, millisecond) = parts(unixMilliseconds: unixMilliseconds)
+        bytes.append(contentsOf: second)
+        bytes.append(UInt8(ascii: "."))
+        DecimalDigits.append(millisecond, width: 3, to: &bytes)
+        bytes.append(UInt8(ascii: "Z"))
+    }
+
+    /// The time as `append` spells it, in two parts for a writer of its own: the calendar
+    /// part up to the seconds (`2026-12-01T09:00:00`, kept for the next call), and the
+    /// milliseconds, which follow after a `.` as three digits and a `Z`.
+    public mutating func parts(unixMilliseconds: Int64) -> (second: [UInt8], millisecond: Int) {
         let (second, millisecond) = unixMilliseconds >= 0 ? (unixMilliseconds / 1000, unixMilliseconds % 1000)
                                                            : ((unixMilliseconds - 999) / 1000, ((unixMilliseconds % 1000) + 1000) % 1000)
         if second != cachedSecond {
@@ -171,10 +192,7 @@ public struct RFC3339Clock {
             secondText.removeLast() // the "Z"
             cachedSecond = second
         }
-        bytes.append(contentsOf: secondText)
-        bytes.append(UInt8(ascii: "."))
-        DecimalDigits.append(Int(millisecond), width: 3, to: &bytes)
-        bytes.append(UInt8(ascii: "Z"))
+        return (secondText, Int(millisecond))
     }
 }
 

@@ -75,7 +75,7 @@ extension JSONValue {
     }
 
     /// No byte of `bytes` needs escaping (a branch-free pass).
-    private static func isClean(_ bytes: Span<UInt8>) -> Bool {
+    static func isClean(_ bytes: Span<UInt8>) -> Bool {
         var flagged: UInt8 = 0
         for index in 0..<bytes.count {
             let byte = bytes[index]

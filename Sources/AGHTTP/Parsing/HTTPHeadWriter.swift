@@ -85,6 +85,21 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
         slice.withUnsafeBytes { append($0) }
     }
 
+    public mutating func append(_ text: Substring) {
+        let copied = text.utf8.withContiguousStorageIfAvailable { append(UnsafeRawBufferPointer($0)) } != nil
+        if !copied {
+            for byte in text.utf8 { appendByte(byte) }
+        }
+    }
+
+    public mutating func append(_ text: StaticString) {
+        append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    public mutating func append(byte: UInt8) {
+        appendByte(byte)
+    }
+
     /// Appends `value` in decimal: the digits are counted first, then written in place from
     /// the last, two at a time from a table of the pairs "00" to "99" (a digit at a time, as
     /// before, cost ~170 instructions for a ten-digit number; five go into each proxied answer).
