@@ -51,7 +51,10 @@ public final class RedisSubscriber {
     }
 
     deinit {
+        // The backend's callback reaches this object through an unowned reference, which
+        // traps once deinit has begun: it is cut before closing makes the backend report.
         onStateChange = nil
+        backend.onStateChange = nil
         backend.close()
     }
 

@@ -1,10 +1,43 @@
 import AGEventLoop
+import AGSync
 import AGRedis
 import AGTestSupport
 import Testing
 
 /// Non-destructive commands: run against the shared server when scripts/test provides one.
 @Suite struct RedisClientTests {
+    /// A client released while connected, without `close()` first, closes its connections
+    /// quietly. Its deinit closed the backend, whose state change called back into the client
+    /// through an unowned reference while the client was being destroyed: the process trapped
+    /// ("Attempted to read an unowned reference but object … was already destroyed"), as a
+    /// cluster test that returned early showed.
+    @Test func aClientReleasedWhileConnectedClosesWithoutCallingBack() async throws {
+        try await RedisServer.withShared { try await Self.releaseWhileConnected($0) }
+        try await RedisCluster.withShared { try await Self.releaseWhileConnected($0) }
+        try await RedisSentinelSet.withShared { try await Self.releaseWhileConnected($0) }
+    }
+
+    /// Holds the client: created and dropped on the loop thread only.
+    private final class Holder: @unchecked Sendable {
+        var client: RedisClient?
+    }
+
+    private static func releaseWhileConnected(_ url: RedisURL) async throws {
+        try await TestEventLoop.with { loop in
+            let changes = Locked<[RedisConnectionState]>([])
+            let holder = Holder()
+            let reply = await loop.await { base, done in
+                let redis = RedisClient(url: url, loop: base, timeout: .seconds(2))
+                redis.onStateChange = { state in changes.withLock { $0.append(state) } }
+                holder.client = redis
+                redis.send(["PING"]) { done($0) }
+            }
+            #expect(reply == .success(.status("PONG")), "\(url)")
+            await loop.submit { _ in holder.client = nil }
+            #expect(!changes.withLock { $0.contains(.closed) }, "the owner is not told of its own release")
+        }
+    }
+
     @Test func stringsCountersAndExpiry() async throws {
         try await RedisServer.withShared { url in
             try await ClientHarness.with(url) { redis in

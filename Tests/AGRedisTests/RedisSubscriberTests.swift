@@ -5,6 +5,30 @@ import AGSync
 import Testing
 
 @Suite struct RedisSubscriberTests {
+    /// Like `aClientReleasedWhileConnectedClosesWithoutCallingBack`: a subscriber released
+    /// while subscribed, without `close()`, trapped on the unowned reference to itself.
+    @Test func aSubscriberReleasedWhileSubscribedClosesWithoutCallingBack() async throws {
+        try await RedisServer.withShared { url in
+            try await TestEventLoop.with { loop in
+                let states = Locked<[RedisConnectionState]>([])
+                let holder = SubscriberHolder()
+                await loop.submit { base in
+                    let subscriber = RedisSubscriber(url: url, loop: base, channels: ["ag:release-test"]) { _ in }
+                    subscriber.onStateChange = { state in states.withLock { $0.append(state) } }
+                    holder.subscriber = subscriber
+                }
+                #expect(await eventually(10) { states.withLock { $0.contains(.connected) } }, "subscribed")
+                await loop.submit { _ in holder.subscriber = nil }
+                #expect(!states.withLock { $0.contains(.closed) }, "the owner is not told of its own release")
+            }
+        }
+    }
+
+    /// Holds the subscriber: created and dropped on the loop thread only.
+    private final class SubscriberHolder: @unchecked Sendable {
+        var subscriber: RedisSubscriber?
+    }
+
     @Test func deliversMessagesAndResubscribesAfterRestart() async throws {
         try await RedisServer.withPrivate { server in
             try await TestEventLoop.with { loop in
