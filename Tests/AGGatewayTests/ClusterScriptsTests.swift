@@ -79,10 +79,17 @@ import Testing
                 @Sendable func issue() async throws -> (RateLimitOutcome, IssuedChallenge?) {
                     try await run { done in parts.value.challenges.issue(tenant: tenant, ttl: .seconds(60), buckets: challengeBuckets) { done($0) } }.get()
                 }
-                let first = try #require(try await issue().1)
-                let second = try #require(try await issue().1)
+                let firstIssued = try await issue()
+                let first = try #require(firstIssued.1)
+                let secondIssued = try await issue()
+                let second = try #require(secondIssued.1)
                 let third = try await issue()
-                guard case .limited(let refusing) = third.0, third.1 == nil else { Issue.record("third challenge: \(third)"); return }
+                guard case .limited(let refusing) = third.0, third.1 == nil else {
+                    // Seen once in a whole-suite run: the third allowed with the IP bucket at 0.
+                    Issue.record("third challenge: \(third); the first two: \(firstIssued.0), \(secondIssued.0)")
+                    await loop.submit { _ in parts.value.redis.close() }
+                    return
+                }
                 #expect(refusing.check.name == "ip-challenge")
                 #expect(await eventually(30) {
                     let remaining = await run { done in parts.value.redis.send(["HGET", tenantChallenges.key, "tokens"]) { done($0) } }
