@@ -72,12 +72,19 @@ public struct TokenClaimsPolicy: Sendable {
     /// compared before the audience so another app's token is reported as such rather than
     /// as merely invalid.
     public func check(_ token: TokenClaims, teamID: String, bundleID: String, audience: String, now: Double) throws(TokenRejection) {
-        guard now < token.expiresAt + leeway else { throw .expired }
-        if let notBefore = token.notBefore, now < notBefore - leeway { throw .invalid("the token is not valid yet") }
+        try checkTimes(expiresAt: token.expiresAt, notBefore: token.notBefore, now: now)
         guard token.issuer == issuer else { throw .invalid("the token was not issued by this gateway") }
         guard token.teamID == teamID, token.bundleID == bundleID else { throw .tenantMismatch }
         guard token.audiences.contains(audience) else { throw .invalid("the token is meant for another audience") }
         guard let keyID = token.keyID, !keyID.isEmpty else { throw .invalid("the token names no device") }
+    }
+
+    /// The part of `check` that moves with the clock: `exp` and `nbf` with leeway. The rest
+    /// depends only on the token, this policy and the tenant, so a caller that already passed
+    /// `check` for the same tenant under the same policy needs only this.
+    public func checkTimes(expiresAt: Double, notBefore: Double?, now: Double) throws(TokenRejection) {
+        guard now < expiresAt + leeway else { throw .expired }
+        if let notBefore, now < notBefore - leeway { throw .invalid("the token is not valid yet") }
     }
 }
 

@@ -94,6 +94,33 @@ struct ProxyEndToEndTests {
         #expect(try fixture.get("/nothing", headers: []).code == "not_found", "no tenant headers and no token")
     }
 
+    /// A token that passed the whole claims check for its tenant is checked only for its times
+    /// on that tenant's later requests (`VerifiedToken.claimsCheckedFor`); sent for another
+    /// tenant it is checked in full again, on every worker, and refused; and it still expires.
+    @Test func aCheckedTokenStaysBoundToItsTenantAndItsTimes() throws {
+        let time = ManualTime()
+        let other = TestGateway.randomTeamID()
+        let fixture = try ProxyFixture(otherTenants: ["other.yaml": ProxyFixture.tenantYAML(teamID: other, upstreamPort: 9)],
+                                       time: time)
+        defer { fixture.stop() }
+        let token = try fixture.sign(fixture.claims(now: time.nowMicroseconds / 1_000_000))
+        let otherHeaders = [("X-Team-ID", other), ("X-Bundle-ID", fixture.bundleID)]
+        for round in 0..<3 {
+            // Several requests per round, so both workers' caches hold the token.
+            for _ in 0..<4 { #expect(try fixture.get("/api/x", token: token).status == 200, "round \(round)") }
+            for _ in 0..<4 {
+                let response = try fixture.get("/api/x", token: token, headers: otherHeaders)
+                #expect(response.status == 403, "round \(round): \(response.text)")
+                #expect(response.code == "token_tenant_mismatch")
+            }
+        }
+        time.advance(.seconds(3600 + 31))
+        let expired = try fixture.get("/api/x", token: token)
+        #expect(expired.status == 401)
+        #expect(expired.code == "token_expired")
+        #expect(fixture.upstream.records.count == 12, "only the tenant's own requests reached the upstream")
+    }
+
     @Test func everyTokenFailureHasItsStatusAndCode() throws {
         let fixture = try ProxyFixture(keys: [("test-es256", "ES256", true), ("test-rs256", "RS256", false)])
         defer { fixture.stop() }

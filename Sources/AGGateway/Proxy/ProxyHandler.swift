@@ -80,9 +80,15 @@ enum ProxyHandler {
                 token = try verifiedToken(try BearerToken.range(in: context.request.headers, header: proxy.headers.tokenHeader),
                                           context)
             }
-            try context.snapshot.tokenClaims.check(token.verified, teamID: tenant.config.teamID,
-                                                   bundleID: tenant.config.bundleID, audience: tenant.config.token.audience,
-                                                   now: context.services.time.nowSeconds)
+            let policy = context.snapshot.tokenClaims
+            let now = context.services.time.nowSeconds
+            if token.claimsCheckedFor === tenant {
+                try policy.checkTimes(expiresAt: token.verified.expiresAt, notBefore: token.verified.notBefore, now: now)
+            } else {
+                try policy.check(token.verified, teamID: tenant.config.teamID, bundleID: tenant.config.bundleID,
+                                 audience: tenant.config.token.audience, now: now)
+                token.claimsCheckedFor = tenant
+            }
         } catch {
             context.fail(error.error)
             return

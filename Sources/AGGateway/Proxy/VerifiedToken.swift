@@ -19,6 +19,11 @@ final class VerifiedToken {
     /// The Redis key of the token's device record, made at first use. The claims check ties a
     /// token to one tenant, so the key cannot differ between its uses.
     var deviceKey: String?
+    /// The tenant (of this token's snapshot: the cache is per snapshot) for which the whole
+    /// claims check passed: issuer, tenant, audience and device cannot change for it, so later
+    /// requests for the same tenant check only the times. Held strongly: an identity that could
+    /// be a freed tenant's address reused would let another tenant skip the check.
+    var claimsCheckedFor: Tenant?
 
     /// Takes a signature-verified JWT apart; throws when `exp` is missing or a time claim is
     /// not a number. Whether the times hold is checked per request (`TokenClaimsPolicy`).
