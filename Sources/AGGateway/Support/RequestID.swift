@@ -39,31 +39,33 @@ public enum RequestID {
     }
 
     public static func newUUID<G: RandomNumberGenerator>(using generator: inout G) -> String {
-        // The 16 random bytes are the two words' bytes, least significant first; version and
-        // variant bits set as RFC 9562 asks. Written straight into the 36 output bytes.
-        let words = (generator.next() as UInt64, generator.next() as UInt64)
+        // The 16 random bytes are the two words' bytes, least significant first; version (the
+        // high nibble of byte 6: 4) and variant (the top bits of byte 8: 10) set as RFC 9562
+        // asks, on the words. Written straight into the 36 output bytes, a byte at a time from
+        // the low end of a shifting word.
+        let first = (generator.next() as UInt64) & ~(0xF0 << 48) | (0x40 << 48)
+        let second = (generator.next() as UInt64) & ~0xC0 | 0x80
         return String(unsafeUninitializedCapacity: 36) { out in
+            let digits = hexDigits.utf8Start
+            var word = first
             var position = 0
             for index in 0..<16 {
-                var byte = UInt8(truncatingIfNeeded: (index < 8 ? words.0 : words.1) >> UInt64(8 * (index % 8)))
-                if index == 6 { byte = (byte & 0x0F) | 0x40 }
-                if index == 8 { byte = (byte & 0x3F) | 0x80 }
+                if index == 8 { word = second }
                 if index == 4 || index == 6 || index == 8 || index == 10 {
                     out[position] = UInt8(ascii: "-")
                     position += 1
                 }
-                out[position] = hexDigit(byte >> 4)
-                out[position + 1] = hexDigit(byte & 0x0F)
+                let byte = Int(truncatingIfNeeded: word & 0xFF)
+                word >>= 8
+                out[position] = digits[byte >> 4]
+                out[position + 1] = digits[byte & 0x0F]
                 position += 2
             }
             return position
         }
     }
 
-    @inline(__always)
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
-    }
+    private static let hexDigits: StaticString = "0123456789abcdef"
 }
 
 /// Request ids need to be unique, not secret: a per-worker xoshiro256** generator seeded once
