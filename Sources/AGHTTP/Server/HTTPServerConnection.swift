@@ -216,13 +216,13 @@ final class HTTPServerConnection {
     private func parseHead() -> Bool {
         let available = evbuffer_get_length(input)
         let maxHead = configuration.maxHeadBytes
-        let found = "\r\n\r\n".withCString { evbuffer_search(input, $0, 4, nil) }
-        if found.pos < 0 || found.pos + 4 > maxHead {
+        guard let headLength = headEnd(in: input, limit: maxHead) else {
             let scanned = min(available, maxHead)
             copyHead(scanned)
             if Self.endsInBareLineFeed(headStorage) {
                 refuse(HTTPLocalError(.malformed("bare LF line ending")))
-            } else if found.pos >= 0 || available > maxHead {
+            } else if available > maxHead {
+                // No blank line within the limit, whether one follows beyond it or not.
                 refuse(HTTPLocalError(.headTooLarge))
             } else {
                 if machine.partialHeadArrived() == .startHeadDeadline { armDeadline(after: configuration.headerTimeout) }
@@ -230,7 +230,6 @@ final class HTTPServerConnection {
             }
             return false
         }
-        let headLength = found.pos + 4
         copyHead(headLength)
         evbuffer_drain(input, headLength)
         let head: HTTPRequestHead

@@ -259,14 +259,10 @@ final class UpstreamExchange {
             let available = evbuffer_get_length(input)
             guard available > 0 else { return }
             responseBytesSeen = true
-            let found = "\r\n\r\n".withCString { evbuffer_search(input, $0, 4, nil) }
-            guard found.pos >= 0 else {
-                if available > pool.configuration.maxResponseHeadBytes { fail(.invalidResponse("response head too large")) }
-                return
-            }
-            let headLength = found.pos + 4
-            guard headLength <= pool.configuration.maxResponseHeadBytes else {
-                fail(.invalidResponse("response head too large"))
+            let limit = pool.configuration.maxResponseHeadBytes
+            guard let headLength = headEnd(in: input, limit: limit) else {
+                // No blank line within the limit, whether one follows beyond it or not.
+                if available > limit { fail(.invalidResponse("response head too large")) }
                 return
             }
             let parsed: HTTPResponseHead
