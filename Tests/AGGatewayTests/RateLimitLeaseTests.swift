@@ -82,6 +82,38 @@ struct RateLimitLeaseTests {
         }
     }
 
+    /// Two buckets' requests interleaved one by one (each lookup misses the limiter's last-key
+    /// memo, `LastKeyed`), one of them named by two string objects: each bucket keeps its own
+    /// lease, limit and count, and both are still spent locally (a memo that answered for the
+    /// wrong key would cost a lease call per request).
+    @Test func interleavedBucketsKeepTheirOwnLeases() async throws {
+        try await RedisServer.withPrivate { redis in
+            let time = ManualTime()
+            try await RateLimitTestInstance.with(redis.url, time: time) { instance in
+                let small = BucketCheck(key: Self.key(), limitPerMinute: 3000, name: "api")
+                let large = BucketCheck(key: Self.key(), limitPerMinute: 6000, name: "api")
+                // The same key as `small`, from a string of its own.
+                let smallAgain = BucketCheck(key: String(small.key.utf8.map { Character(UnicodeScalar($0)) }),
+                                             limitPerMinute: 3000, name: "api")
+                let before = try await Self.evalCalls(instance)
+                var admitted = [0, 0]
+                for round in 0..<200 {
+                    for (index, check) in [round % 2 == 0 ? small : smallAgain, large].enumerated() {
+                        let outcome = await instance.leaseBurst(1, check)[0]
+                        if case .allowed(let decision) = outcome {
+                            admitted[index] += 1
+                            #expect(decision?.check.limitPerMinute == check.limitPerMinute)
+                            #expect(decision?.decision.limit == check.limitPerMinute, "round \(round)")
+                        }
+                    }
+                }
+                #expect(admitted == [200, 200])
+                let calls = try await Self.evalCalls(instance) - before
+                #expect(calls < 100, "\(calls) lease calls for 400 requests")
+            }
+        }
+    }
+
     @Test func unspentTokensLapseWithTheLease() async throws {
         try await RedisServer.withPrivate { redis in
             let time = ManualTime()
