@@ -203,11 +203,13 @@ sentinel_ready() {
 stop_redis_group() {
     local dir pidfile
     dir=$(cd "$1" 2>/dev/null && pwd) || return 0
+    local pid
+    # A server removes its pid file as it exits: read each once, quietly.
     for pidfile in "$dir"/*/redis.pid; do
-        [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
+        pid=$(cat "$pidfile" 2>/dev/null) && kill "$pid" 2>/dev/null
     done
     for pidfile in "$dir"/*/redis.pid; do
-        [ -f "$pidfile" ] && stop_pid "$(cat "$pidfile")"
+        pid=$(cat "$pidfile" 2>/dev/null) && stop_pid "$pid"
     done
     return 0
 }
