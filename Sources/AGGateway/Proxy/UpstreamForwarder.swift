@@ -15,8 +15,9 @@ final class UpstreamForwarder: Forwarder {
         guard let request = context.request as? HTTPServerRequest else {
             preconditionFailure("the upstream forwarder serves connections only")
         }
-        // The server settings are read where they lie: a local copy of the whole `ServerConfig`
-        // (and another in the completion's context) cost two value-witness copies per request.
+        // The completion captures the body limit alone: capturing `server` (and reading it
+        // through the computed `snapshot.gateway`) copied the whole `ServerConfig` twice per
+        // request, each copy retaining its strings and arrays.
         let server = context.snapshot.config.gateway.server
         let bodyLimit = server.maxProxyBodyBytes
         var hop = ClientHop(peerAddress: request.remoteAddress,

@@ -3,7 +3,8 @@
 /// ranges they arrived as; nothing becomes a `String` on the way.
 ///
 /// A writer kept by a connection or a pool is `reset()` and reused: its buffer keeps its
-/// capacity, so a steady load writes heads without allocating.
+/// capacity, so a steady load writes heads without allocating. (A worker's access log batches
+/// its lines in one too: nothing here is specific to heads but the field helpers.)
 public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
     // An owned buffer rather than a `[UInt8]`: an array append checks uniqueness and capacity
     // and goes through a generic copy (~100 instructions each, ~70 appends per proxied request);
