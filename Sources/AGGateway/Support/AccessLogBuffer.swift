@@ -41,7 +41,8 @@ final class AccessLogBuffer: AccessLogSink {
         }
     }
 
-    /// The line (without its newline) appended to `bytes`, as `appendAccess` writes it.
+    /// The line (without its newline) appended to `bytes`, as `appendAccess` writes it (for the
+    /// test that compares it with `JSONObjectWriter`'s spelling).
     static func write(_ line: AccessLine, clock: inout RFC3339Clock, to bytes: inout [UInt8]) {
         var writer = HTTPHeadWriter(capacity: 256)
         var scratch: [UInt8] = []

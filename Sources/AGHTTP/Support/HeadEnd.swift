@@ -9,8 +9,10 @@ import Glibc
 /// A head nearly always sits whole in the buffer's first chain, where `memchr` finds its end
 /// without a copy (a hop per line, each `\r` checked for the `\n\r\n` behind it); libevent's
 /// `evbuffer_search` (which walks chains through its own position arithmetic, ~700
-/// instructions for a 700-byte head) is left for a head that spans chains. Nothing beyond the first chain is made contiguous, so a large body behind the head
-/// is never moved for the search.
+/// instructions for a 700-byte head) is left for a head that spans chains. Nothing beyond the
+/// first chain is made contiguous, so a large body behind the head is never moved for the
+/// search. (`HTTPHeadParser.boundary` finds the same end byte by byte on a copied head and
+/// tells a bare LF apart; the connection asks it only when this finds nothing.)
 func headEnd(in buffer: OpaquePointer, limit: Int) -> Int? {
     let wanted = min(evbuffer_get_length(buffer), limit)
     guard wanted >= 4 else { return nil }
