@@ -10,4 +10,14 @@ struct event *ag_evtimer_new(struct event_base *base, void (*cb)(int, short, voi
 int ag_evtimer_add(struct event *ev, const struct timeval *tv);
 int ag_evtimer_del(struct event *ev);
 struct event *ag_evsignal_new(struct event_base *base, int sig, void (*cb)(int, short, void *), void *arg);
+
+/// An `event_base` without libevent's internal lock (`EVENT_BASE_FLAG_NOLOCK`): every base of
+/// the gateway is used by its own thread only, and other threads wake it through an eventfd.
+struct event_base *ag_event_base_new_unlocked(void);
+/// A non-blocking, close-on-exec eventfd (-1 on failure).
+int ag_wake_open(void);
+/// Adds one to the eventfd's counter: safe from any thread (a plain write(2)).
+void ag_wake_signal(int fd);
+/// Resets the eventfd's counter (a read that finds it at 0 returns at once).
+void ag_wake_drain(int fd);
 #endif
