@@ -121,9 +121,14 @@ final class UpstreamConnection {
         }
     }
 
+    /// Turns reading on or off. libevent 2.1 re-adds the read event (its timeout included) on
+    /// every `bufferevent_enable`, even when reading is already on; that is skipped here, as
+    /// it happened twice per proxied request (when the request is sent and when the connection
+    /// goes idle).
     func setReading(_ enabled: Bool) {
         guard let bev else { return }
         if enabled {
+            guard bufferevent_get_enabled(bev) & Int16(EV_READ) == 0 else { return }
             bufferevent_enable(bev, Int16(EV_READ))
         } else {
             bufferevent_disable(bev, Int16(EV_READ))
