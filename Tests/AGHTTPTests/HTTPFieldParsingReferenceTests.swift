@@ -112,6 +112,28 @@ import Testing
         #expect(accepted > 500 && accepted < 4900, "the sample exercises both outcomes (\(accepted) accepted)")
     }
 
+    /// Long names, so the parser's sixteen-at-a-time name scan runs, ending at every offset of
+    /// a vector: token bytes with now and then a delimiter, a control, a space or obs-text.
+    @Test func longNamesMatchTheReference() {
+        var generator = Generator(state: 0x2545_F491_4F6C_DD1D)
+        let rare: [UInt8] = Array("\"(),/;<=>?@[\\]{} \t".utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xFF, 0x0D, 0x0A]
+        let common: [UInt8] = Array("abcXYZ019-._~!#$%&'*+^`|".utf8)
+        var accepted = 0
+        for _ in 0..<5000 {
+            var bytes: [UInt8] = []
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                for _ in 0..<Int.random(in: 0...40, using: &generator) {
+                    let pickRare = Int.random(in: 0..<60, using: &generator) == 0
+                    bytes.append((pickRare ? rare : common).randomElement(using: &generator)!)
+                }
+                bytes += Array(": v\r\n".utf8)
+            }
+            bytes += [0x0D, 0x0A]
+            if Self.parserMatchesReference(bytes) { accepted += 1 }
+        }
+        #expect(accepted > 500 && accepted < 4900, "the sample exercises both outcomes (\(accepted) accepted)")
+    }
+
     /// The word test finds the first invisible byte of every word the byte test would stop at:
     /// every byte value at every position, alone and with a second invisible byte after it
     /// (whose borrow must not hide or move the first).
@@ -131,6 +153,48 @@ import Testing
                         let flags = HTTPHeadParser.invisibleFlags(loaded)
                         #expect(HTTPHeadParser.visiblePrefix(flags) == expected, "\(word)")
                         #expect((flags == 0) == (expected == 8), "\(word)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// The 16-byte vector test against the byte rule: every byte value at every position, in
+    /// visible fillers (ASCII and obs-text), alone and with a later invisible byte.
+    @Test func vectorTestFlagsExactlyTheInvisibleBytes() {
+        let visible = { (byte: UInt8) in byte > 0x20 && byte != 0x7F }
+        let stoppers: [UInt8?] = [nil, 0x00, 0x09, 0x0D, 0x20, 0x7F]
+        for filler in [UInt8(ascii: "a"), 0x21, 0x7E, 0x80, 0xFF] {
+            for position in 0..<16 {
+                for value in 0...255 {
+                    for later in stoppers {
+                        var bytes = [UInt8](repeating: filler, count: 16)
+                        bytes[position] = UInt8(value)
+                        if let later, position < 15 { bytes[15] = later }
+                        var expected: UInt32 = 0
+                        for (index, byte) in bytes.enumerated() where !visible(byte) { expected |= 1 << index }
+                        let mask = bytes.withUnsafeBytes { HTTPHeadParser.invisibleMask16($0.baseAddress!) }
+                        #expect(mask == expected, "\(bytes)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// The 16-byte name test against `isTokenByte` (itself checked against the RFC's list):
+    /// every byte value at every position, in token fillers, alone and before a colon.
+    @Test func vectorNameTestFlagsExactlyTheNonTokenBytes() {
+        for filler in [UInt8(ascii: "a"), UInt8(ascii: "Z"), UInt8(ascii: "0"), UInt8(ascii: "~"), UInt8(ascii: "!")] {
+            for position in 0..<16 {
+                for value in 0...255 {
+                    for later in [nil, UInt8(ascii: ":")] as [UInt8?] {
+                        var bytes = [UInt8](repeating: filler, count: 16)
+                        bytes[position] = UInt8(value)
+                        if let later, position < 15 { bytes[15] = later }
+                        var expected: UInt32 = 0
+                        for (index, byte) in bytes.enumerated() where !HTTPHeadParser.isTokenByte(byte) { expected |= 1 << index }
+                        let mask = bytes.withUnsafeBytes { HTTPHeadParser.nonTokenMask16($0.baseAddress!) }
+                        #expect(mask == expected, "\(bytes)")
                     }
                 }
             }

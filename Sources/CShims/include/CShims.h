@@ -5,4 +5,5 @@
 #include "ag_hiredis.h"
 #include "ag_openssl.h"
 #include "ag_event.h"
+#include "ag_bytes.h"
 #endif
