@@ -229,7 +229,7 @@ extension ForwardHeaders {
     static func request(_ inbound: HTTPHeaders, policy: ForwardHeaderPolicy, hop: ClientHop,
                         injected: [(name: String, value: String)]) -> HTTPFields {
         var writer = HTTPHeadWriter()
-        request(parsedFields(inbound), policy: policy, hop: hop, injected: injected, into: &writer)
+        request(parsedFields(inbound), policy: policy, hop: hop, injected: InjectedHeaders(injected), into: &writer)
         return try! HTTPFields(parsing: writer.bytes + Array("\r\n".utf8))
     }
 

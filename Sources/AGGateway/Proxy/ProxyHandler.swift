@@ -160,13 +160,14 @@ enum ProxyHandler {
 
     /// The claim headers for `token` (computed once per cached token), then the forwarder.
     static func forward(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, token: VerifiedToken?) {
-        var injected: [(name: String, value: String)] = []
+        var injected = InjectedHeaders.none
         if let token {
             if let cached = token.injectedHeaders {
                 injected = cached
             } else {
-                injected = proxy.headers.mapper.headers(for: token.claims)
-                if let payloadHeader = proxy.headers.payloadHeader { injected.append((payloadHeader, token.encodedPayload)) }
+                var fields = proxy.headers.mapper.headers(for: token.claims)
+                if let payloadHeader = proxy.headers.payloadHeader { fields.append((payloadHeader, token.encodedPayload)) }
+                injected = InjectedHeaders(fields)
                 token.injectedHeaders = injected
             }
         }

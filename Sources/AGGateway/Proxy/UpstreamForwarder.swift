@@ -11,7 +11,7 @@ final class UpstreamForwarder: Forwarder {
         self.upstreams = upstreams
     }
 
-    func forward(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, injected: [(name: String, value: String)]) {
+    func forward(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, injected: InjectedHeaders) {
         guard let request = context.request as? HTTPServerRequest else {
             preconditionFailure("the upstream forwarder serves connections only")
         }

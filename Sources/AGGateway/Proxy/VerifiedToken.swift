@@ -12,7 +12,7 @@ final class VerifiedToken {
     let verified: TokenClaims
     /// Claim headers and payload header, computed at first use. One token belongs to one
     /// tenant and the cache is per snapshot, so the mapping cannot change under it.
-    var injectedHeaders: [(name: String, value: String)]?
+    var injectedHeaders: InjectedHeaders?
     /// The tenant's device epoch (`DeviceEpoch`) at which this worker last found the token's
     /// device record in good standing; nil before the first check and after a refusal.
     var checkedEpoch: String?

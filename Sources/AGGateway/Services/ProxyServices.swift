@@ -11,5 +11,5 @@ protocol RevocationState: AnyObject {
 protocol Forwarder: AnyObject {
     /// `injected` are the claim and payload headers (empty on `auth: none` routes). Answers the
     /// request itself, through `context`.
-    func forward(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, injected: [(name: String, value: String)])
+    func forward(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, injected: InjectedHeaders)
 }

@@ -26,7 +26,11 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
     case xBundleID
 
     /// The canonical spelling, as the gateway writes it.
-    public var text: String {
+    public var text: String { spelling.description }
+
+    /// `text` as static bytes: what the head writer copies (a `String` append cost three
+    /// times as much, ten times per proxied request).
+    public var spelling: StaticString {
         switch self {
         case .other: ""
         case .host: "Host"

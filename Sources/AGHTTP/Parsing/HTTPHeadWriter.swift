@@ -82,6 +82,10 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
         }
     }
 
+    public mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
     public mutating func append(_ slice: ArraySlice<UInt8>) {
         slice.withUnsafeBytes { append($0) }
     }
@@ -161,7 +165,7 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
     }
 
     public mutating func appendField(_ name: HTTPFieldName, _ value: String) {
-        append(name.text)
+        append(name.spelling)
         appendTwo(UInt8(ascii: ":"), 0x20)
         append(value)
         appendCRLF()
@@ -182,7 +186,7 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
     /// Appends `name: ` and leaves the value to the caller (values built from pieces, such as
     /// an extended `X-Forwarded-For`); finish with `appendCRLF()`.
     public mutating func appendFieldName(_ name: HTTPFieldName) {
-        append(name.text)
+        append(name.spelling)
         appendTwo(UInt8(ascii: ":"), 0x20)
         if name == .host { wroteHost = true }
     }

@@ -208,8 +208,8 @@ final class FakeRevocations: RevocationState {
 final class FakeForwarder: Forwarder {
     private(set) var forwarded: [(tenant: String, injected: [(name: String, value: String)])] = []
 
-    func forward(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, injected: [(name: String, value: String)]) {
-        forwarded.append((tenant.appID, injected))
+    func forward(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, injected: InjectedHeaders) {
+        forwarded.append((tenant.appID, injected.fields))
         context.respond(status: 200, json: #"{"upstream":true}"#)
     }
 }
