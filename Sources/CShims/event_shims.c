@@ -31,3 +31,42 @@ void ag_wake_drain(int fd) {
     uint64_t count;
     (void)!read(fd, &count, sizeof count);
 }
+
+#include <errno.h>
+#include <sys/uio.h>
+#include <event2/buffer.h>
+
+long ag_read_socket(struct evbuffer *buffer, int fd, unsigned long limit) {
+    struct evbuffer_iovec space[2];
+    int count = evbuffer_reserve_space(buffer, (ev_ssize_t)limit, space, 2);
+    if (count <= 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    struct iovec vectors[2];
+    size_t offered = 0;
+    for (int i = 0; i < count; i++) {
+        size_t length = space[i].iov_len;
+        if (length > limit - offered) length = limit - offered;
+        vectors[i].iov_base = space[i].iov_base;
+        vectors[i].iov_len = length;
+        offered += length;
+    }
+    ssize_t got = readv(fd, vectors, count);
+    if (got <= 0) {
+        int saved = errno;
+        evbuffer_commit_space(buffer, space, 0);
+        errno = saved;
+        return got;
+    }
+    size_t left = (size_t)got;
+    int used = 0;
+    for (int i = 0; i < count && left > 0; i++) {
+        size_t length = vectors[i].iov_len < left ? vectors[i].iov_len : left;
+        space[i].iov_len = length;
+        left -= length;
+        used++;
+    }
+    evbuffer_commit_space(buffer, space, used);
+    return got;
+}

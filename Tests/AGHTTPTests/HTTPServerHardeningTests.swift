@@ -193,9 +193,9 @@ import Testing
     }
 
     /// A client that sends faster than the handler takes the body fills the connection's input
-    /// only up to the read bound (plus at most one 16 KiB read): the rest waits in the kernel.
-    /// The bound is armed only when reached (`ReadBound`); without it the server buffered all
-    /// of the 16 MiB sent here.
+    /// up to the read bound and no further (a plain socket's reader reads at most the room
+    /// left): the rest waits in the kernel. Without the bound the server buffered all of the
+    /// 16 MiB sent here.
     @Test func inputStopsAtTheReadBoundWhileTheBodyIsNotTaken() throws {
         var configuration = HTTPServerConfiguration()
         configuration.readHighWatermark = 64 * 1024
@@ -218,8 +218,71 @@ import Testing
         #expect(sent < total, "the client was held back")
         #expect(eventually { server.thread.sync { held.value != nil } })
         let buffered = server.thread.sync { held.value?.connection.map { evbuffer_get_length($0.input) } ?? -1 }
-        #expect(buffered >= configuration.readHighWatermark, "reading went on up to the bound")
-        #expect(buffered <= configuration.readHighWatermark + 16 * 1024, "\(buffered) bytes buffered")
+        #expect(buffered == configuration.readHighWatermark, "\(buffered) bytes buffered")
+        server.thread.sync { held.value = nil }
+    }
+
+    /// Reading that stopped at the bound starts again once the body is taken: every byte of a
+    /// body far beyond the bound (and the kernel's buffers) arrives, in order, and the answer
+    /// follows.
+    @Test func readingResumesWhenABoundBodyIsTaken() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.readHighWatermark = 64 * 1024
+        configuration.readTimeout = .seconds(30)
+        configuration.bodyMinRate = 0
+        let held = UncheckedBox<HTTPServerRequest?>(nil)
+        let server = try TestServer(configuration) { request in
+            request.bodyPaused = true
+            held.value = request
+        }
+        defer { server.stop() }
+        let client = server.connect()
+        var tv = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(client.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let total = 24 * 1024 * 1024
+        client.write("POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: \(total)\r\n\r\n")
+        // Byte i of the body is (i / 16 KiB) % 251; sent counts what the kernel took, partial
+        // sends included.
+        let pieceSize = 16 * 1024
+        var sent = 0
+        func sendMore() {
+            while sent < total {
+                let piece = [UInt8](repeating: UInt8(truncatingIfNeeded: (sent / pieceSize) % 251), count: pieceSize - sent % pieceSize)
+                let n = piece.withUnsafeBytes { send(client.fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { return }
+                sent += n
+            }
+        }
+        sendMore()
+        #expect(sent < total, "the client was held back at the bound")
+        #expect(eventually { server.thread.sync { held.value != nil } })
+        let received = UncheckedBox(0)
+        let intact = UncheckedBox(true)
+        server.thread.sync {
+            guard let request = held.value else { return }
+            request.streamBody(onData: { chunk in
+                let length = evbuffer_get_length(chunk)
+                let bytes = UnsafeRawBufferPointer(start: evbuffer_pullup(chunk, length), count: length)
+                for offset in 0..<length where bytes[offset] != UInt8(truncatingIfNeeded: ((received.value + offset) / (16 * 1024)) % 251) {
+                    intact.value = false
+                    break
+                }
+                received.value += length
+                evbuffer_drain(chunk, length)
+            }, onEnd: { result in
+                let answer = (try? result.get()) != nil ? "\(received.value)" : "failed"
+                request.respond(status: 200, headers: HTTPHeaders(), body: Array(answer.utf8))
+            })
+            request.bodyPaused = false
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while sent < total, ContinuousClock.now < deadline { sendMore() }
+        #expect(sent == total)
+        let response = try #require(client.readResponse())
+        #expect(response.status == 200)
+        #expect(response.text == String(total))
+        #expect(server.thread.sync { intact.value })
         server.thread.sync { held.value = nil }
     }
 }

@@ -11,7 +11,7 @@ import Glibc
 /// One client connection: parses request heads, feeds bodies, writes responses, keeps alive.
 ///
 /// Its life is one `HTTPConnectionStateMachine`; this class carries out the machine's actions
-/// on the bufferevent. Memory is bounded: input by the read bound (`ReadBound`), output by
+/// on the bufferevent. Memory is bounded: input by the read bound (`readHighWatermark`), output by
 /// `maxPendingOutput` (no further pipelined head is read above it), and a client that does not
 /// read its answers is cut off by the write timeout, which only the client's progress resets.
 ///
@@ -40,8 +40,9 @@ final class HTTPServerConnection {
     private var deadline: EventTimer?
     /// Body bytes seen when the current body-rate window started.
     var bodyWindowStart: Int?
-    /// Suspends reading once `readHighWatermark` bytes wait in the input.
-    private var readBound: ReadBound
+    /// Plain sockets: reads in place of the bufferevent (no FIONREAD query per read) and bounds
+    /// the input at `readHighWatermark`; nil under TLS and once closed.
+    private var reader: PlainSocketReader?
 
     /// Wraps an accepted socket, in TLS when `tls` is given; nil (socket closed) when OpenSSL or
     /// libevent cannot make the connection.
@@ -51,7 +52,6 @@ final class HTTPServerConnection {
         self.reserved = reserved
         isSecure = tls != nil
         machine = HTTPConnectionStateMachine(handshaking: tls != nil)
-        readBound = ReadBound(limit: server.configuration.readHighWatermark, armNow: tls != nil)
         // Responses are written whole; Nagle would only delay a head and body sent apart.
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -79,6 +79,7 @@ final class HTTPServerConnection {
     /// Reached without `close()` only when the server itself is dropped: the bufferevent must
     /// not outlive its callback context.
     deinit {
+        reader?.close()
         if let bev { bufferevent_free(bev) }
     }
 
@@ -92,27 +93,33 @@ final class HTTPServerConnection {
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, { _, context in
             let connection = Unmanaged<HTTPServerConnection>.fromOpaque(context!).takeUnretainedValue()
-            withExtendedLifetime(connection) {
-                connection.readable()
-                connection.readBound.check(connection.bev, input: connection.input)
-            }
+            withExtendedLifetime(connection) { connection.readable() }
         }, { _, context in
             Unmanaged<HTTPServerConnection>.fromOpaque(context!).takeUnretainedValue().writable()
         }, { _, events, context in
             Unmanaged<HTTPServerConnection>.fromOpaque(context!).takeUnretainedValue().event(events)
         }, context)
-        readBound.start(bev)
         if let handshakeTimeout = server.tls?.handshakeTimeout, isSecure {
+            // libevent's read watermark bounds the input: a TLS bufferevent may decrypt several
+            // records before it calls back, so the bound holds from the start.
+            bufferevent_setwatermark(bev, Int16(EV_READ), 0, configuration.readHighWatermark)
             setTimeouts(read: .off)
             armDeadline(after: handshakeTimeout)
             bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
             return
         }
+        reader = PlainSocketReader(base: server.loop.base, fd: bufferevent_getfd(bev), input: input,
+                                   limit: configuration.readHighWatermark,
+                                   onReadable: { [unowned self] in withExtendedLifetime(self) { self.readable() } },
+                                   onEvent: { [unowned self] events in withExtendedLifetime(self) { self.event(events) } })
+        // The bufferevent times writes only; the reader times reads (`setTimeouts`).
+        var writeTV = server.timevals.write
+        bufferevent_set_timeouts(bev, nil, &writeTV)
         setTimeouts(read: .idle)
         // Writes go straight to the socket (`flushOutput`); EV_WRITE is only armed while a
         // write is left over, which saves two epoll_ctl calls per response.
         bufferevent_disable(bev, Int16(EV_WRITE))
-        bufferevent_enable(bev, Int16(EV_READ))
+        reader?.setEnabled(true)
     }
 
     /// Writes queued output to the socket now; arms EV_WRITE only for what the socket did not
@@ -151,6 +158,14 @@ final class HTTPServerConnection {
     func setTimeouts(read: ReadTimeout) {
         guard let bev else { return }
         let timevals = server.timevals
+        if let reader {
+            switch read {
+            case .off: reader.setTimeout(nil)
+            case .request: reader.setTimeout(timevals.read)
+            case .idle: reader.setTimeout(timevals.idle)
+            }
+            return
+        }
         var writeTV = timevals.write
         switch read {
         case .off:
@@ -165,6 +180,10 @@ final class HTTPServerConnection {
     }
 
     func setReading(_ on: Bool) {
+        if let reader {
+            reader.setEnabled(on)
+            return
+        }
         guard let bev else { return }
         if on { bufferevent_enable(bev, Int16(EV_READ)) } else { bufferevent_disable(bev, Int16(EV_READ)) }
     }
@@ -359,6 +378,9 @@ final class HTTPServerConnection {
             abort?()
         }
         current = nil
+        // The reader's event goes before the bufferevent closes the socket.
+        reader?.close()
+        reader = nil
         bufferevent_free(bev)
         self.bev = nil
         server.connectionClosed(self)

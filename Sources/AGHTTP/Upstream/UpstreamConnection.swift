@@ -28,8 +28,11 @@ final class UpstreamConnection {
     private var connected = false
     /// The response and idle timeouts, converted once per connection rather than per request.
     private var timevals = TimevalMemo()
-    /// Suspends reading once `highWatermark` bytes of the response wait in the input.
-    private var readBound: ReadBound
+    /// Plain sockets: reads in place of the bufferevent (no FIONREAD query per read) and bounds
+    /// the input at `highWatermark`; nil under TLS and once closed.
+    private var reader: PlainSocketReader?
+    /// The write timeout last given to the bufferevent (plain sockets set it only on change).
+    private var writeTimeout: Duration??
     var isOpen: Bool { bev != nil }
 
     /// Opens a non-blocking socket and starts connecting (and, with `tls`, the handshake for
@@ -38,7 +41,6 @@ final class UpstreamConnection {
         self.pool = pool
         self.endpoint = endpoint
         isSecure = tls != nil
-        readBound = ReadBound(limit: pool.configuration.highWatermark, armNow: tls != nil)
         let family = endpoint.address.family == .v6 ? AF_INET6 : AF_INET
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .connectFailed(String(cString: strerror(errno))) }
@@ -75,10 +77,7 @@ final class UpstreamConnection {
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, { _, context in
             let connection = Unmanaged<UpstreamConnection>.fromOpaque(context!).takeUnretainedValue()
-            withExtendedLifetime(connection) {
-                connection.readable()
-                connection.readBound.check(connection.bev, input: connection.input)
-            }
+            withExtendedLifetime(connection) { connection.readable() }
         }, { _, context in
             let connection = Unmanaged<UpstreamConnection>.fromOpaque(context!).takeUnretainedValue()
             withExtendedLifetime(connection) { connection.writable() }
@@ -86,7 +85,16 @@ final class UpstreamConnection {
             let connection = Unmanaged<UpstreamConnection>.fromOpaque(context!).takeUnretainedValue()
             withExtendedLifetime(connection) { connection.event(events) }
         }, context)
-        readBound.start(bev)
+        if isSecure {
+            // TLS: libevent's read watermark bounds the response input, from the start (a TLS
+            // bufferevent may decrypt several records before it calls back).
+            bufferevent_setwatermark(bev, Int16(EV_READ), 0, pool.configuration.highWatermark)
+        } else {
+            reader = PlainSocketReader(base: pool.loop.base, fd: bufferevent_getfd(bev), input: input,
+                                       limit: pool.configuration.highWatermark,
+                                       onReadable: { [unowned self] in withExtendedLifetime(self) { self.readable() } },
+                                       onEvent: { [unowned self] events in withExtendedLifetime(self) { self.event(events) } })
+        }
         pool.connectionOpened()
         if isSecure {
             // Each step of connect and handshake waits for one direction: both are bounded.
@@ -106,12 +114,21 @@ final class UpstreamConnection {
     }
 
     deinit {
+        reader?.close()
         if let bev { bufferevent_free(bev) }
     }
 
     /// Sets the read and write timeouts; nil disables one.
     func setTimeouts(read: Duration?, write: Duration?) {
         guard let bev else { return }
+        if let reader {
+            reader.setTimeout(read.map { timevals.convert($0) })
+            guard writeTimeout != .some(write) else { return }
+            writeTimeout = .some(write)
+            var writeTV = write.map { timevals.convert($0) } ?? timeval()
+            withUnsafePointer(to: &writeTV) { _ = bufferevent_set_timeouts(bev, nil, write == nil ? nil : $0) }
+            return
+        }
         var readTV = read.map { timevals.convert($0) } ?? timeval()
         var writeTV = write.map { timevals.convert($0) } ?? timeval()
         withUnsafePointer(to: &readTV) { readPointer in
@@ -126,6 +143,10 @@ final class UpstreamConnection {
     /// it happened twice per proxied request (when the request is sent and when the connection
     /// goes idle).
     func setReading(_ enabled: Bool) {
+        if let reader {
+            reader.setEnabled(enabled)
+            return
+        }
         guard let bev else { return }
         if enabled {
             guard bufferevent_get_enabled(bev) & Int16(EV_READ) == 0 else { return }
@@ -154,7 +175,13 @@ final class UpstreamConnection {
     func becomeIdle(timeout: Duration) {
         exchange = nil
         reused = true
-        setTimeouts(read: timeout, write: nil)
+        if let reader {
+            // Nothing is written while idle (EV_WRITE is off), so the write timeout stays as
+            // the exchange left it: the next exchange sets the same one.
+            reader.setTimeout(timevals.convert(timeout))
+        } else {
+            setTimeouts(read: timeout, write: nil)
+        }
         setReading(true)
     }
 
@@ -162,6 +189,9 @@ final class UpstreamConnection {
     /// (libevent defers the free until the callback returns).
     func close() {
         guard let bev else { return }
+        // The reader's event goes before the bufferevent closes the socket.
+        reader?.close()
+        reader = nil
         bufferevent_free(bev)
         self.bev = nil
         exchange = nil

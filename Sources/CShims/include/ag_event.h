@@ -20,4 +20,9 @@ int ag_wake_open(void);
 void ag_wake_signal(int fd);
 /// Resets the eventfd's counter (a read that finds it at 0 returns at once).
 void ag_wake_drain(int fd);
+
+struct evbuffer;
+/// Reads at most `limit` bytes from `fd` into the end of `buffer` with one readv (no FIONREAD
+/// query first): the count read, 0 at end of stream, -1 with errno on failure.
+long ag_read_socket(struct evbuffer *buffer, int fd, unsigned long limit);
 #endif

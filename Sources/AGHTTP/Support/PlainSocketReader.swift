@@ -1,0 +1,159 @@
+internal import CEvent
+internal import CShims
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The read side of a plain (non-TLS) connection: its own libevent event reads the socket into
+/// the bufferevent's input, in place of the bufferevent's reading.
+///
+/// libevent 2.1's socket bufferevent asks the kernel how many bytes wait (`ioctl(FIONREAD)`)
+/// before every read, and reads at most 4 KiB: one system call more per read, two per proxied
+/// request. This reader reads up to `maxRead` bytes without asking, and keeps the bufferevent's
+/// read behaviour that the connections rely on:
+/// - the read timeout runs while reading is on and restarts with every read (a persistent
+///   event's timeout); when it expires, reading goes off and the owner hears READING|TIMEOUT;
+/// - end of stream and a read error turn reading off and report READING|EOF and
+///   READING|ERROR (with `errno` as the read left it). (Reading is turned on only once a
+///   connection is established, so a refused connect is always the write side's to report.)
+/// - the input holds at most `limit` bytes: a read takes at most the room left,
+///   and at the limit reading is suspended (the event off, so no timeout either) until the
+///   input drains below it, noticed by an input-buffer callback attached only meanwhile.
+/// The bufferevent keeps the write side. Loop thread only; `close()` before the bufferevent is
+/// freed (it closes the socket).
+final class PlainSocketReader {
+    /// The most one read takes (libevent's own reads take at most 4 KiB).
+    static let maxRead = 16 * 1024
+
+    private let fd: Int32
+    private let input: OpaquePointer
+    private let limit: Int
+    private var event: OpaquePointer?
+    private var timeout: timeval?
+    /// Reading is on, as the owner last said.
+    private(set) var isEnabled = false
+    /// The input is at the limit: the event is off until it drains.
+    private var suspended = false
+    /// The input-buffer callback that ends a suspension (evbuffer_cb_entry).
+    private var drainWatch: OpaquePointer?
+    private let onReadable: () -> Void
+    private let onEvent: (Int16) -> Void
+
+    /// `onReadable` runs after each read that added bytes; `onEvent` gets BEV_EVENT_* flags.
+    init(base: OpaquePointer, fd: Int32, input: OpaquePointer, limit: Int,
+         onReadable: @escaping () -> Void, onEvent: @escaping (Int16) -> Void) {
+        self.fd = fd
+        self.input = input
+        self.limit = limit
+        self.onReadable = onReadable
+        self.onEvent = onEvent
+        // A bufferevent keeps its input's end frozen except while it reads itself; this reader
+        // is the only writer of that end now.
+        evbuffer_unfreeze(input, 0)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        event = event_new(base, fd, Int16(EV_READ | EV_PERSIST), { _, what, context in
+            let reader = Unmanaged<PlainSocketReader>.fromOpaque(context!).takeUnretainedValue()
+            withExtendedLifetime(reader) { reader.fired(what) }
+        }, context)
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Frees the event (and the drain callback); reading is over for good. Safe inside the
+    /// reader's own callbacks and more than once.
+    func close() {
+        stopWatchingDrain()
+        if let event { event_free(event) }
+        event = nil
+        isEnabled = false
+    }
+
+    /// Turns reading on (starting the read timeout) or off; the same state again changes
+    /// nothing.
+    func setEnabled(_ enabled: Bool) {
+        guard enabled != isEnabled else { return }
+        isEnabled = enabled
+        schedule()
+    }
+
+    /// The read timeout; nil for none. Restarts it when reading is on.
+    func setTimeout(_ timeout: timeval?) {
+        self.timeout = timeout
+        schedule()
+    }
+
+    /// Adds the event (with the timeout) when reading is on and not suspended, else removes it.
+    private func schedule() {
+        guard let event else { return }
+        if isEnabled, !suspended {
+            if var timeout {
+                event_add(event, &timeout)
+            } else {
+                event_add(event, nil)
+            }
+        } else {
+            event_del(event)
+        }
+    }
+
+    private func fired(_ what: Int16) {
+        if what & Int16(EV_TIMEOUT) != 0 {
+            setEnabled(false)
+            onEvent(Int16(BEV_EVENT_READING | BEV_EVENT_TIMEOUT))
+            return
+        }
+        let room = limit - evbuffer_get_length(input)
+        guard room > 0 else {
+            suspend()
+            return
+        }
+        let got = ag_read_socket(input, fd, UInt(min(room, Self.maxRead)))
+        if got > 0 {
+            onReadable()
+            if event != nil, !suspended, evbuffer_get_length(input) >= limit { suspend() }
+            return
+        }
+        if got < 0 {
+            let error = errno
+            if error == EAGAIN || error == EWOULDBLOCK || error == EINTR { return }
+            setEnabled(false)
+            errno = error
+            onEvent(Int16(BEV_EVENT_READING | BEV_EVENT_ERROR))
+            return
+        }
+        setEnabled(false)
+        onEvent(Int16(BEV_EVENT_READING | BEV_EVENT_EOF))
+    }
+
+    /// The input reached the limit: reading stops until it drains below.
+    private func suspend() {
+        guard !suspended, let event else { return }
+        suspended = true
+        event_del(event)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        drainWatch = evbuffer_add_cb(input, { buffer, _, context in
+            let reader = Unmanaged<PlainSocketReader>.fromOpaque(context!).takeUnretainedValue()
+            reader.inputChanged()
+        }, context)
+    }
+
+    private func inputChanged() {
+        guard suspended, evbuffer_get_length(input) < limit else { return }
+        stopWatchingDrain()
+        suspended = false
+        schedule()
+    }
+
+    private func stopWatchingDrain() {
+        if let drainWatch { evbuffer_remove_cb_entry(input, drainWatch) }
+        drainWatch = nil
+    }
+
+    /// Whether the event is pending now (for tests: reading on, not suspended, not closed).
+    var isReading: Bool {
+        guard let event else { return false }
+        return event_pending(event, Int16(EV_READ), nil) != 0
+    }
+}
