@@ -59,6 +59,32 @@ import Testing
         #expect(found == 10)
     }
 
+    /// Enough tenants that the open-addressed table's probes run through clusters: every
+    /// tenant is found from its own field bytes, and near misses (a byte more, less or
+    /// different) find nothing.
+    @Test func tenantIndexFindsEveryTenantOfACrowdedTable() throws {
+        var files: [String: String] = [:]
+        let pairs = (0..<300).map { index in
+            let digits = String(index)
+            return ("T" + String(repeating: "0", count: 9 - digits.count) + digits, "com.example.app\(index % 7)")
+        }
+        for (team, bundle) in pairs { files["\(team)-\(bundle).yaml"] = TestGateway.tenantYAML(teamID: team, bundleID: bundle) }
+        let directory = try TestConfigDirectory(tenants: files)
+        let snapshot = try GatewaySnapshot(config: try ConfigLoader.load(path: directory.gatewayPath), generation: 1, adminToken: nil)
+        func lookup(_ team: String, _ bundle: String) throws -> Tenant? {
+            let fields = try HTTPFields(parsing: Array("X-Team-ID: \(team)\r\nX-Bundle-ID: \(bundle)\r\n\r\n".utf8))
+            let (teamRange, bundleRange) = try #require(TenantIndex.tenantFields(fields))
+            return snapshot.tenant(team: teamRange, bundle: bundleRange, in: fields)
+        }
+        for (team, bundle) in pairs {
+            #expect(try lookup(team, bundle)?.appID == "\(team).\(bundle)")
+            #expect(try lookup(team + "0", bundle) == nil)
+            #expect(try lookup(team, String(bundle.dropLast())) == nil)
+            #expect(try lookup("X" + team.dropFirst(), bundle) == nil)
+            #expect(try lookup(String(team.dropLast()), bundle) == nil)
+        }
+    }
+
     @Test func tenantFieldsAreTheFirstOfEachName() throws {
         let fields = try HTTPFields(parsing: Array("x-team-id: T1\r\nX-Bundle-ID: b1\r\nX-Team-ID: T2\r\n\r\n".utf8))
         let (team, bundle) = try #require(TenantIndex.tenantFields(fields))

@@ -1,22 +1,46 @@
 import AGHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The snapshot's tenants found from a request's `X-Team-ID` and `X-Bundle-ID` field bytes,
-/// without building the App ID as a `String` per request: tenants are filed under a hash of
-/// their App ID's bytes (FNV-1a, computed once per snapshot), a request hashes its two values
-/// joined by `.`, and the few candidates are compared byte for byte.
+/// without building the App ID as a `String` per request: each App ID's bytes are hashed
+/// (FNV-1a) once per snapshot into an open-addressed table (linear probing, at most half
+/// full); a request hashes its two values joined by `.`, probes from that slot, and compares
+/// the App ID of a slot with the same hash with `memcmp`. Parallel arrays, so a probe reads
+/// plain words and retains nothing until it returns the tenant.
 struct TenantIndex: Sendable {
-    private let buckets: [UInt64: [Tenant]]
+    /// Each slot's App ID hash, 0 for an empty slot (a hash of 0 is stored as 1).
+    private let hashes: [UInt64]
+    private let appIDs: [[UInt8]]
+    private let tenants: [Tenant?]
+    private let mask: Int
 
     init(_ tenants: some Sequence<Tenant>) {
-        var buckets: [UInt64: [Tenant]] = [:]
-        for tenant in tenants {
+        let list = Array(tenants)
+        var capacity = 8
+        while capacity < list.count * 2 { capacity *= 2 }
+        var hashes = [UInt64](repeating: 0, count: capacity)
+        var appIDs = [[UInt8]](repeating: [], count: capacity)
+        var slots = [Tenant?](repeating: nil, count: capacity)
+        for tenant in list {
+            let appID = Array(tenant.appID.utf8)
             var hash = FNV1a()
-            let appID = tenant.appID.utf8.span
-            hash.add(appID, 0..<appID.count)
-            buckets[hash.value, default: []].append(tenant)
+            hash.add(appID.span, 0..<appID.count)
+            let stored = Self.stored(hash.value)
+            var index = Int(truncatingIfNeeded: stored) & (capacity - 1)
+            while hashes[index] != 0 { index = (index + 1) & (capacity - 1) }
+            hashes[index] = stored
+            appIDs[index] = appID
+            slots[index] = tenant
         }
-        self.buckets = buckets
+        self.hashes = hashes
+        self.appIDs = appIDs
+        self.tenants = slots
+        mask = capacity - 1
     }
+
+    private static func stored(_ hash: UInt64) -> UInt64 { hash == 0 ? 1 : hash }
 
     /// The value ranges of the first `X-Team-ID` and the first `X-Bundle-ID` field, when both
     /// are present (what `headers[.xTeamID]` and `headers[.xBundleID]` would read).
@@ -33,22 +57,31 @@ struct TenantIndex: Sendable {
 
     /// The tenant whose App ID is `team` + `.` + `bundle` (byte ranges of `fields`).
     func tenant(team: Range<Int>, bundle: Range<Int>, in fields: HTTPFields) -> Tenant? {
-        let bytes = fields.storage.span
+        let storage = fields.storage
         var hash = FNV1a()
-        hash.add(bytes, team)
+        hash.add(storage.span, team)
         hash.add(UInt8(ascii: "."))
-        hash.add(bytes, bundle)
-        guard let candidates = buckets[hash.value] else { return nil }
-        for tenant in candidates where Self.appID(of: tenant, is: bytes, team, bundle) { return tenant }
-        return nil
+        hash.add(storage.span, bundle)
+        let wanted = Self.stored(hash.value)
+        var index = Int(truncatingIfNeeded: wanted) & mask
+        while true {
+            let slot = hashes[index]
+            if slot == 0 { return nil }
+            if slot == wanted, Self.appID(appIDs[index], is: storage, team, bundle) { return tenants[index] }
+            index = (index + 1) & mask
+        }
     }
 
-    private static func appID(of tenant: Tenant, is bytes: Span<UInt8>, _ team: Range<Int>, _ bundle: Range<Int>) -> Bool {
-        let appID = tenant.appID.utf8.span
-        guard appID.count == team.count + 1 + bundle.count, appID[team.count] == UInt8(ascii: ".") else { return false }
-        for offset in 0..<team.count where appID[offset] != bytes[team.lowerBound + offset] { return false }
-        for offset in 0..<bundle.count where appID[team.count + 1 + offset] != bytes[bundle.lowerBound + offset] { return false }
-        return true
+    private static func appID(_ appID: [UInt8], is storage: [UInt8], _ team: Range<Int>, _ bundle: Range<Int>) -> Bool {
+        guard appID.count == team.count + 1 + bundle.count, appID[team.count] == UInt8(ascii: "."),
+              team.lowerBound >= 0, team.upperBound <= storage.count,
+              bundle.lowerBound >= 0, bundle.upperBound <= storage.count else { return false }
+        return appID.withUnsafeBufferPointer { mine in
+            storage.withUnsafeBufferPointer { theirs in
+                memcmp(mine.baseAddress!, theirs.baseAddress! + team.lowerBound, team.count) == 0
+                    && memcmp(mine.baseAddress! + team.count + 1, theirs.baseAddress! + bundle.lowerBound, bundle.count) == 0
+            }
+        }
     }
 }
 
