@@ -47,7 +47,7 @@ final class AccessLogBuffer: AccessLogSink {
         var writer = HTTPHeadWriter(capacity: 256)
         var scratch: [UInt8] = []
         write(line, clock: &clock, scratch: &scratch, to: &writer)
-        writer.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        writer.appendBytes(to: &bytes)
     }
 
     static func write(_ line: AccessLine, clock: inout RFC3339Clock, scratch: inout [UInt8], to writer: inout HTTPHeadWriter) {
@@ -153,7 +153,7 @@ final class AccessLogBuffer: AccessLogSink {
 
     func flush() {
         guard pending.count > 0 else { return }
-        sink.writeLine(pending.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
+        sink.writeLine(pending.text)
         pending.reset()
     }
 }

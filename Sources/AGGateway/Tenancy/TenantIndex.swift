@@ -1,14 +1,12 @@
 import AGHTTP
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The snapshot's tenants found from a request's `X-Team-ID` and `X-Bundle-ID` field bytes,
 /// without building the App ID as a `String` per request: each App ID's bytes are hashed
 /// (FNV-1a) once per snapshot into an open-addressed table (linear probing, at most half
 /// full); a request hashes its two values joined by `.`, probes from that slot, and compares
-/// the App ID of a slot with the same hash with `memcmp`. Parallel arrays, so a probe reads
-/// plain words and retains nothing until it returns the tenant.
+/// the App ID of a slot with the same hash by `memcmp` (`HTTPFields.bytes(in:equal:at:)`).
+/// Parallel arrays, so a probe reads plain words and retains nothing until it returns the
+/// tenant.
 struct TenantIndex: Sendable {
     /// Each slot's App ID hash, 0 for an empty slot (a hash of 0 is stored as 1).
     private let hashes: [UInt64]
@@ -67,21 +65,14 @@ struct TenantIndex: Sendable {
         while true {
             let slot = hashes[index]
             if slot == 0 { return nil }
-            if slot == wanted, Self.appID(appIDs[index], is: storage, team, bundle) { return tenants[index] }
+            if slot == wanted, Self.appID(appIDs[index], is: fields, team, bundle) { return tenants[index] }
             index = (index + 1) & mask
         }
     }
 
-    private static func appID(_ appID: [UInt8], is storage: [UInt8], _ team: Range<Int>, _ bundle: Range<Int>) -> Bool {
-        guard appID.count == team.count + 1 + bundle.count, appID[team.count] == UInt8(ascii: "."),
-              team.lowerBound >= 0, team.upperBound <= storage.count,
-              bundle.lowerBound >= 0, bundle.upperBound <= storage.count else { return false }
-        return appID.withUnsafeBufferPointer { mine in
-            storage.withUnsafeBufferPointer { theirs in
-                memcmp(mine.baseAddress!, theirs.baseAddress! + team.lowerBound, team.count) == 0
-                    && memcmp(mine.baseAddress! + team.count + 1, theirs.baseAddress! + bundle.lowerBound, bundle.count) == 0
-            }
-        }
+    private static func appID(_ appID: [UInt8], is fields: HTTPFields, _ team: Range<Int>, _ bundle: Range<Int>) -> Bool {
+        guard appID.count == team.count + 1 + bundle.count, appID[team.count] == UInt8(ascii: ".") else { return false }
+        return fields.bytes(in: team, equal: appID, at: 0) && fields.bytes(in: bundle, equal: appID, at: team.count + 1)
     }
 }
 

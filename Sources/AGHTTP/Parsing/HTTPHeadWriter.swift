@@ -27,6 +27,16 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
     /// A copy of the bytes written.
     public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
 
+    /// Appends the bytes written to `array`.
+    public func appendBytes(to array: inout [UInt8]) {
+        array.append(contentsOf: UnsafeBufferPointer(start: base, count: count))
+    }
+
+    /// The bytes written as text (UTF-8, invalid sequences repaired).
+    public var text: String {
+        String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)
+    }
+
     /// The bytes written, for the time of `body`.
     public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try body(UnsafeRawBufferPointer(start: base, count: count))

@@ -14,3 +14,18 @@ func bytesEqual(_ storage: [UInt8], _ range: Range<Int>, _ other: [UInt8]) -> Bo
         }
     }
 }
+
+extension HTTPFields {
+    /// Whether the field bytes `storage[range]` equal `other[offset..<offset + range.count]`:
+    /// `memcmp`, both ranges checked first (false when either is out of bounds).
+    public func bytes(in range: Range<Int>, equal other: [UInt8], at offset: Int) -> Bool {
+        guard range.lowerBound >= 0, range.upperBound <= storage.count,
+              offset >= 0, offset + range.count <= other.count else { return false }
+        guard !range.isEmpty else { return true }
+        return storage.withUnsafeBufferPointer { mine in
+            other.withUnsafeBufferPointer { theirs in
+                memcmp(mine.baseAddress! + range.lowerBound, theirs.baseAddress! + offset, range.count) == 0
+            }
+        }
+    }
+}
