@@ -11,9 +11,10 @@ import Glibc
 /// One client connection: parses request heads, feeds bodies, writes responses, keeps alive.
 ///
 /// Its life is one `HTTPConnectionStateMachine`; this class carries out the machine's actions
-/// on the bufferevent. Memory is bounded: input by the read bound (`readHighWatermark`), output by
-/// `maxPendingOutput` (no further pipelined head is read above it), and a client that does not
-/// read its answers is cut off by the write timeout, which only the client's progress resets.
+/// on the bufferevent (and, on a plain socket, its `PlainSocketReader`). Memory is bounded:
+/// input by the read bound (`readHighWatermark`), output by `maxPendingOutput` (no further
+/// pipelined head is read above it), and a client that does not read its answers is cut off by
+/// the write timeout, which only the client's progress resets.
 ///
 /// A TLS connection (an OpenSSL bufferevent) starts in `.handshaking` under the handshake
 /// deadline, and leaves writing to libevent (it cannot write past the TLS layer itself).
