@@ -469,6 +469,51 @@ import Testing
         }
     }
 
+    /// Whatever ends an exchange — a complete response, a failed connect, the upstream cutting
+    /// the body, the client leaving mid-response — lets go of the request once the client's
+    /// connection is done with it: the exchange's hooks on the request hold it strongly and
+    /// every ending must clear them.
+    @Test func everyEndingLetsTheRequestGo() throws {
+        let echo = try EchoUpstream()
+        defer { echo.stop() }
+        let cutting = try ScriptedUpstream { connection, _ in
+            guard ScriptedUpstream.readRequest(connection) != nil else { return }
+            connection.write("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+            connection.write(TestPattern.bytes(count: 10_000))
+        }
+        defer { cutting.stop() }
+        let endless = try ScriptedUpstream { connection, _ in
+            guard ScriptedUpstream.readRequest(connection) != nil else { return }
+            connection.write("HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n")
+            let piece = TestPattern.bytes(count: 65521)
+            while connection.write(piece) {}
+        }
+        defer { endless.stop() }
+        let unused = try ListeningSocket.bind(host: "127.0.0.1", port: 0)
+        let closedPort = unused.port
+        unused.close()
+
+        for (name, url) in [("completed", "http://127.0.0.1:\(echo.port)"), ("connect failed", "http://127.0.0.1:\(closedPort)"),
+                            ("upstream cut", "http://127.0.0.1:\(cutting.port)")] {
+            let proxy = try ProxyHarness(target: try UpstreamTarget(url: url))
+            defer { proxy.stop() }
+            let client = proxy.connect()
+            #expect(client.exchange("GET", "/echo") != nil, "\(name)")
+            #expect(proxy.waitForOutcomes(1).count == 1, "\(name)")
+            client.close()
+            #expect(eventually { proxy.liveRequests == 0 }, "\(name): the request is still held")
+        }
+
+        let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(endless.port)"))
+        defer { proxy.stop() }
+        let client = proxy.connect()
+        client.write("GET /endless HTTP/1.1\r\nHost: test\r\n\r\n")
+        #expect(client.readHead() != nil)
+        client.abort()
+        #expect(proxy.waitForOutcomes(1).count == 1)
+        #expect(eventually { proxy.liveRequests == 0 }, "client left: the request is still held")
+    }
+
     @Test func clientLeavingMidResponseClosesTheUpstreamConnection() throws {
         let upstreamSawClose = Atomic<Bool>(false)
         let upstream = try ScriptedUpstream { connection, _ in

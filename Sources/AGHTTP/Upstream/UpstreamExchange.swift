@@ -10,9 +10,12 @@ internal import CEvent
 /// the head, streams the client's body up and the upstream's response down with backpressure
 /// both ways, and reports the outcome once.
 ///
-/// Loop thread only. The connection serving it keeps it alive; the request's hooks refer to it
-/// weakly, so a finished exchange is freed as soon as its connection lets go. It keeps the
-/// pool alive while in flight.
+/// Loop thread only. The connection serving it keeps it alive, and so do the request's abort
+/// and writable hooks until every ending clears them (`clearHooks`): a finished exchange is
+/// freed as soon as its connection lets go. Those two hold it strongly, not weakly: a weak
+/// reference gives the object a side table (an allocation and a slower release, ~800
+/// instructions per proxied request); the body-stream hooks, which no ending clears, stay weak.
+/// It keeps the pool alive while in flight.
 final class UpstreamExchange {
     enum State {
         /// Waiting for the resolver (host-name targets without a cached answer).
@@ -70,7 +73,7 @@ final class UpstreamExchange {
 
     /// Takes a pooled connection (LIFO) or opens a new one; a host name is resolved first.
     func start() {
-        request.onAbort = { [weak self] in self?.clientAborted() }
+        request.onAbort = { [self] in clientAborted() }
         guard let literal = target.literalEndpoint else {
             resolve()
             return
@@ -315,7 +318,7 @@ final class UpstreamExchange {
         state = .receivingBody
         responseStatus = parsed.status
         responseDecoder = BodyDecoder(framing)
-        request.onWritable = { [weak self] in self?.clientDrained() }
+        request.onWritable = { [self] in clientDrained() }
         // A phrase with control bytes (CR, NUL…) is never relayed: the status's own is written.
         let reason = parsed.reasonIsClean && !parsed.reasonRange.isEmpty ? headers.storage[parsed.reasonRange] : nil
         let responseFields = self.responseFields

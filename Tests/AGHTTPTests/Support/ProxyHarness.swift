@@ -24,6 +24,8 @@ final class ProxyHarness: @unchecked Sendable {
     private let socket: ListeningSocket
     private let recordedOutcomes = Locked<[UpstreamOutcome]>([])
     private let recordedUnsent = Locked<[Int]>([])
+    /// Every request the server handed over, weakly (read on the loop thread).
+    private var handled: [WeakRequest] = []
 
     var port: Int { socket.port }
     var outcomes: [UpstreamOutcome] { recordedOutcomes.withLock { $0 } }
@@ -39,6 +41,7 @@ final class ProxyHarness: @unchecked Sendable {
             let pool = UpstreamPool(loop: gateway.loop, configuration: poolConfiguration)
             self.pool = pool
             server = HTTPServer(loop: gateway.loop, socket: socket, configuration: HTTPServerConfiguration()) { [self] request in
+                handled.append(WeakRequest(request))
                 var headers = HTTPHeaders(request.headers.fields)
                 headers.remove("Connection")
                 headers.remove("Keep-Alive")
@@ -70,6 +73,9 @@ final class ProxyHarness: @unchecked Sendable {
         }
     }
 
+    /// Requests handed to the handler that are still alive somewhere.
+    var liveRequests: Int { gateway.sync { [self] in handled.filter { $0.request != nil }.count } }
+
     /// Pool counters, read on the loop thread.
     var openConnections: Int { gateway.sync { [self] in pool?.openConnectionCount ?? 0 } }
 
@@ -93,6 +99,14 @@ final class ProxyHarness: @unchecked Sendable {
         }
         gateway.stop()
         socket.close()
+    }
+}
+
+final class WeakRequest {
+    weak var request: HTTPServerRequest?
+
+    init(_ request: HTTPServerRequest) {
+        self.request = request
     }
 }
 
