@@ -1,7 +1,10 @@
-#include <event2/event.h>
+#include <errno.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
 #include "ag_event.h"
 
 struct event *ag_evtimer_new(struct event_base *base, void (*cb)(int, short, void *), void *arg) {
@@ -31,10 +34,6 @@ void ag_wake_drain(int fd) {
     uint64_t count;
     (void)!read(fd, &count, sizeof count);
 }
-
-#include <errno.h>
-#include <sys/uio.h>
-#include <event2/buffer.h>
 
 long ag_read_socket(struct evbuffer *buffer, int fd, unsigned long limit) {
     struct evbuffer_iovec space[2];
