@@ -12,13 +12,7 @@ import Testing
 /// whose loop woke first accepted every queued connection, and under load one worker carried
 /// most connections (measured: 1777 against 358 CPU ticks between the two workers of a gateway
 /// under `wrk -c64`).
-///
-/// Serialized: the concurrent test below binds hundreds of port-0 listeners, plain and grouped,
-/// from six threads at once, and a plain port-0 bind is not under the group lock. In two of four
-/// whole-suite runs on fresh clones the first test's group was refused its second bind on the
-/// port its first member had got ("Address already in use"; not reproduced with the suite run
-/// alone); the two no longer run side by side, the likeliest interaction.
-@Suite(.serialized) struct ListeningSocketGroupTests {
+@Suite struct ListeningSocketGroupTests {
     @Test func aGroupSharesOnePortAndRefusesAnyOtherBinder() throws {
         let group = try ListeningSocket.bindGroup(host: "127.0.0.1", port: 0, count: 3)
         #expect(group.count == 3)
