@@ -42,21 +42,31 @@ public struct ListeningSocket: Sendable {
     public static func bindGroup(host: String, port: Int, count: Int, backlog: Int32 = 1024) throws(BindError) -> [ListeningSocket] {
         guard count > 1 else { return [try bind(host: host, port: port, backlog: backlog)] }
         return try groupBinding.withLock { bound throws(BindError) -> [ListeningSocket] in
-            var group: [ListeningSocket] = []
-            do throws(BindError) {
-                if port == 0 {
-                    group.append(try bind(host: host, port: 0, backlog: backlog, reusePort: true))
-                } else {
-                    try bind(host: host, port: port, backlog: backlog, listens: false).close()
+            // Port 0: the members bound explicitly to the port the first one got were refused
+            // it ("Address already in use") in whole test runs beside Redis servers and
+            // clusters; another socket on the same port, not listening and with SO_REUSEADDR
+            // (Redis sets it on its outgoing connections), is the likely holder. Such a port is
+            // given up and another one asked for, up to five times.
+            var attempts = port == 0 ? 5 : 1
+            while true {
+                attempts -= 1
+                var group: [ListeningSocket] = []
+                do throws(BindError) {
+                    if port == 0 {
+                        group.append(try bind(host: host, port: 0, backlog: backlog, reusePort: true))
+                    } else {
+                        try bind(host: host, port: port, backlog: backlog, listens: false).close()
+                    }
+                    let chosen = group.first?.port ?? port
+                    while group.count < count { group.append(try bind(host: host, port: chosen, backlog: backlog, reusePort: true)) }
+                } catch {
+                    for socket in group { socket.close() }
+                    if case .system(_, EADDRINUSE) = error, attempts > 0, !group.isEmpty { continue }
+                    throw error
                 }
-                let chosen = group.first?.port ?? port
-                while group.count < count { group.append(try bind(host: host, port: chosen, backlog: backlog, reusePort: true)) }
-            } catch {
-                for socket in group { socket.close() }
-                throw error
+                bound += 1
+                return group
             }
-            bound += 1
-            return group
         }
     }
 
