@@ -192,11 +192,9 @@ import Testing
         #expect(eventually(5) { server.connectionCount == 0 }, "then the second timed out")
     }
 
-    /// A client that sends faster than the handler takes the body fills the connection's input
-    /// up to the read bound and no further (a plain socket's reader reads at most the room
-    /// left): the rest waits in the kernel. Without the bound the server buffered all of the
-    /// 16 MiB sent here.
-    @Test func inputStopsAtTheReadBoundWhileTheBodyIsNotTaken() throws {
+    /// A server with a 64 KiB read bound whose handler pauses every body and hands the request
+    /// over in `held` (loop thread only), with no body-rate check and a long read timeout.
+    static func bodyHoldingServer() throws -> (TestServer, UncheckedBox<HTTPServerRequest?>, HTTPServerConfiguration) {
         var configuration = HTTPServerConfiguration()
         configuration.readHighWatermark = 64 * 1024
         configuration.readTimeout = .seconds(30)
@@ -206,10 +204,24 @@ import Testing
             request.bodyPaused = true
             held.value = request
         }
+        return (server, held, configuration)
+    }
+
+    /// A blocked send gives up after `microseconds`, so the client sees the server hold it back.
+    static func setSendTimeout(_ client: BlockingSocket, microseconds: Int) {
+        var tv = timeval(tv_sec: microseconds / 1_000_000, tv_usec: Int(microseconds % 1_000_000))
+        setsockopt(client.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// A client that sends faster than the handler takes the body fills the connection's input
+    /// up to the read bound and no further (a plain socket's reader reads at most the room
+    /// left): the rest waits in the kernel. Without the bound the server buffered all of the
+    /// 16 MiB sent here.
+    @Test func inputStopsAtTheReadBoundWhileTheBodyIsNotTaken() throws {
+        let (server, held, configuration) = try Self.bodyHoldingServer()
         defer { server.stop() }
         let client = server.connect()
-        var tv = timeval(tv_sec: 1, tv_usec: 0)
-        setsockopt(client.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        Self.setSendTimeout(client, microseconds: 1_000_000)
         let total = 16 * 1024 * 1024
         client.write("POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: \(total)\r\n\r\n")
         let piece = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
@@ -226,19 +238,10 @@ import Testing
     /// body far beyond the bound (and the kernel's buffers) arrives, in order, and the answer
     /// follows.
     @Test func readingResumesWhenABoundBodyIsTaken() throws {
-        var configuration = HTTPServerConfiguration()
-        configuration.readHighWatermark = 64 * 1024
-        configuration.readTimeout = .seconds(30)
-        configuration.bodyMinRate = 0
-        let held = UncheckedBox<HTTPServerRequest?>(nil)
-        let server = try TestServer(configuration) { request in
-            request.bodyPaused = true
-            held.value = request
-        }
+        let (server, held, _) = try Self.bodyHoldingServer()
         defer { server.stop() }
         let client = server.connect()
-        var tv = timeval(tv_sec: 0, tv_usec: 200_000)
-        setsockopt(client.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        Self.setSendTimeout(client, microseconds: 200_000)
         let total = 24 * 1024 * 1024
         client.write("POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: \(total)\r\n\r\n")
         // Byte i of the body is (i / 16 KiB) % 251; sent counts what the kernel took, partial

@@ -108,7 +108,13 @@ public struct HTTPFields: Sendable, RandomAccessCollection {
     /// Whether `storage[range]` is exactly `other` (a bearer token of several hundred bytes
     /// against a cached one, per proxied request): one `memcmp` (`bytesEqual`).
     public static func bytes(_ storage: [UInt8], _ range: Range<Int>, equal other: [UInt8]) -> Bool {
-        bytesEqual(storage, range, other)
+        range.count == other.count && bytesEqual(storage, range, other)
+    }
+
+    /// Whether the field bytes `storage[range]` equal `other[offset..<offset + range.count]`
+    /// (a tenant's App ID compared in two pieces): `bytesEqual`'s `memcmp`.
+    public func bytes(in range: Range<Int>, equal other: [UInt8], at offset: Int) -> Bool {
+        bytesEqual(storage, range, other, at: offset)
     }
 
     // MARK: Strings, on demand

@@ -150,10 +150,4 @@ final class PlainSocketReader {
         if let drainWatch { evbuffer_remove_cb_entry(input, drainWatch) }
         drainWatch = nil
     }
-
-    /// Whether the event is pending now (for tests: reading on, not suspended, not closed).
-    var isReading: Bool {
-        guard let event else { return false }
-        return event_pending(event, Int16(EV_READ), nil) != 0
-    }
 }
