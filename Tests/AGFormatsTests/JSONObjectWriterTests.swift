@@ -1,4 +1,4 @@
-import AGFormats
+@testable import AGFormats
 import Testing
 
 /// The byte-writing shortcuts of `JSONObjectWriter` (no `String` per number, one copy per clean
@@ -41,6 +41,35 @@ struct JSONObjectWriterTests {
             let inner = padded.dropFirst().dropLast()
             #expect(Self.written { $0.add("k", inner) } == expected)
         }
+    }
+
+    /// The clean test against the byte rule: every byte value at every
+    /// position of 1 to 17 bytes (whole words, tails, both), among fillers that sit next to
+    /// the escapes (`!` and `#` around `"`, `[` and `]` around `\`, space beside 0x1F, high
+    /// bytes), alone and after an escape earlier in the bytes; and read out of a larger
+    /// buffer whose neighbouring bytes need escaping (the scan must stop at the end).
+    @Test("the clean test flags exactly the bytes that need escaping")
+    func cleanTestFlagsExactlyTheEscapes() {
+        let needsEscape = { (byte: UInt8) in byte < 0x20 || byte == 0x22 || byte == 0x5C }
+        for filler in [UInt8(ascii: "a"), 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x80, 0xFF] {
+            for length in 1...17 {
+                for position in 0..<length {
+                    for value in 0...255 {
+                        for earlier in [nil, UInt8(0x22)] as [UInt8?] {
+                            var bytes = [UInt8](repeating: filler, count: length)
+                            bytes[position] = UInt8(value)
+                            if let earlier, position > 0 { bytes[0] = earlier }
+                            let expected = !bytes.contains(where: needsEscape)
+                            #expect(JSONValue.isClean(bytes.span) == expected, "\(bytes)")
+                            let padded = [0x22] + bytes + [0x5C, 0x00, 0x22, 0x22, 0x22, 0x22, 0x22, 0x22]
+                            #expect(JSONValue.isClean(padded.span.extracting(1..<(length + 1))) == expected, "\(bytes)")
+                        }
+                    }
+                }
+            }
+        }
+        #expect(JSONBytes.needsNoEscaping("/api/v1/items?id=42&sort=é日本😀"))
+        #expect(!JSONBytes.needsNoEscaping("/api/v1/items?id=42&sort=é日本😀\""))
     }
 
     @Test("thousandths are spelled as the Double they stand for")
