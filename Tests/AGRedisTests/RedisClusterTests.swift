@@ -103,8 +103,16 @@ import Testing
                 // Closed on its loop even when a step fails: released on a test thread, its
                 // connection's deinit would trap ("used off its event loop thread") and end the run.
                 try await withCleanup {
-                    try await waitUntil(within: TestBuild.waitWindow(.seconds(10))) {
-                        await loop.submit { _ in subscriber.value.isSubscribed }
+                    // Should it time out, the subscriber's state and last error say why (this wait
+                    // failed once under a whole suite's load, with nothing else recorded).
+                    do {
+                        try await waitUntil(within: TestBuild.waitWindow(.seconds(10)), "subscribed") {
+                            await loop.submit { _ in subscriber.value.isSubscribed }
+                        }
+                    } catch {
+                        let (state, lastError) = await loop.submit { _ in (subscriber.value.state, subscriber.value.lastError) }
+                        Issue.record("subscriber not subscribed: state \(state), last error \(lastError ?? "none")")
+                        throw error
                     }
                     try await ClientHarness.with(url) { publisher in
                         // PUBLISH goes to some node; the cluster bus carries it to the subscriber's.
