@@ -17,7 +17,7 @@ extension GatewayConfig {
         static let tls = ["cert", "key"]
         static let admin = ["listen", "token_file", "token_env"]
         static let redis = ["url", "timeout", "wait_replicas", "wait_timeout"]
-        static let proxy = ["unverified_token_policy"]
+        static let proxy = ["unverified_token_policy", "upstream_keepalive"]
         static let tokens = ["issuer", "ttl", "leeway", "keys"]
         static let tokenKey = ["kid", "algorithm", "file", "active"]
         static let challenge = ["ttl"]
@@ -48,8 +48,7 @@ extension GatewayConfig {
             ipLimits: decodeIPLimits(top["ip_limits"], d),
             rateLimits: RateLimitConfig(onStoreError: sub(top["rate_limits"], Keys.rateLimits, d)?["on_store_error"]
                 .flatMap { d.oneOf($0, StoreErrorPolicy.self) } ?? .local),
-            proxy: ProxyConfig(unverifiedTokenPolicy: sub(top["proxy"], Keys.proxy, d)?["unverified_token_policy"]
-                .flatMap { d.oneOf($0, UnverifiedTokenPolicy.self) } ?? .deny),
+            proxy: decodeProxy(top["proxy"], d),
             quotas: decodeQuotas(top["quotas"], d),
             appAttest: decodeAppAttest(top["app_attest"], d, files),
             tenantsDirectory: decodeTenantsDirectory(top, d, files),
@@ -157,6 +156,13 @@ extension GatewayConfig {
         return IPLimitConfig(challenge: m?["challenge"].flatMap { d.int($0, in: 1...Int.max) } ?? 120,
                              validate: m?["validate"].flatMap { d.int($0, in: 1...Int.max) } ?? 30,
                              pssoNonce: m?["psso_nonce"].flatMap { d.int($0, in: 1...Int.max) } ?? 120)
+    }
+
+    private static func decodeProxy(_ field: ConfigField?, _ d: ConfigDecoder) -> ProxyConfig {
+        let m = sub(field, Keys.proxy, d)
+        return ProxyConfig(unverifiedTokenPolicy: m?["unverified_token_policy"].flatMap { d.oneOf($0, UnverifiedTokenPolicy.self) } ?? .deny,
+                           upstreamKeepalive: m?["upstream_keepalive"].flatMap { d.int($0, in: 0...65_536) }
+                               ?? ProxyConfig.defaultUpstreamKeepalive)
     }
 
     private static func decodeQuotas(_ field: ConfigField?, _ d: ConfigDecoder) -> QuotaConfig {

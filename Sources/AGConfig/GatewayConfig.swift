@@ -216,6 +216,16 @@ public enum UnverifiedTokenPolicy: String, Sendable, Hashable, CaseIterable {
 /// `proxy`.
 public struct ProxyConfig: Sendable, Hashable {
     public let unverifiedTokenPolicy: UnverifiedTokenPolicy
+    /// Idle keep-alive connections each worker keeps per upstream address; a connection
+    /// released beyond it closes the pool's oldest idle one. Read per request (reloadable).
+    public let upstreamKeepalive: Int
+
+    public static let defaultUpstreamKeepalive = 256
+
+    public init(unverifiedTokenPolicy: UnverifiedTokenPolicy, upstreamKeepalive: Int = defaultUpstreamKeepalive) {
+        self.unverifiedTokenPolicy = unverifiedTokenPolicy
+        self.upstreamKeepalive = upstreamKeepalive
+    }
 }
 
 /// `quotas`: monthly-active-device accounting.

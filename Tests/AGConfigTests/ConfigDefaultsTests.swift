@@ -70,6 +70,8 @@ import Testing
             Row("ip_limits.validate", g.ipLimits.validate, 30),
             Row("ip_limits.psso_nonce", g.ipLimits.pssoNonce, 120),
             Row("rate_limits.on_store_error", g.rateLimits.onStoreError, StoreErrorPolicy.local),
+            Row("proxy.unverified_token_policy", g.proxy.unverifiedTokenPolicy, UnverifiedTokenPolicy.deny),
+            Row("proxy.upstream_keepalive", g.proxy.upstreamKeepalive, 256),
             Row("quotas.grace", g.quotas.grace, Duration.seconds(7 * 86_400)),
             Row("quotas.warn_ratio", g.quotas.warnRatio, 0.8),
             Row("app_attest.root_ca", g.appAttest.rootCAFile, conf + "Apple_App_Attestation_Root_CA.pem"),
@@ -133,6 +135,7 @@ import Testing
           gold: { attest: 1, challenge: 2, api: 3, mad_limit: 4 }
         ip_limits: { challenge: 10, validate: 5 }
         rate_limits: { on_store_error: deny }
+        proxy: { unverified_token_policy: allow, upstream_keepalive: 0 }
         quotas: { grace: 0s, warn_ratio: 1 }
         app_attest: { test_ca: Apple_App_Attestation_Root_CA.pem, allow_test_ca: true }
         tenants_dir: tenants
@@ -209,6 +212,8 @@ import Testing
             Row("tiers.free (untouched)", g.tiers["free"], RateTier.builtIn["free"]),
             Row("ip_limits", [g.ipLimits.challenge, g.ipLimits.validate], [10, 5]),
             Row("rate_limits.on_store_error", g.rateLimits.onStoreError, StoreErrorPolicy.deny),
+            Row("proxy.unverified_token_policy", g.proxy.unverifiedTokenPolicy, UnverifiedTokenPolicy.allow),
+            Row("proxy.upstream_keepalive", g.proxy.upstreamKeepalive, 0),
             Row("quotas", g.quotas, QuotaConfig(grace: .zero, warnRatio: 1)),
             Row("app_attest.test_ca", g.appAttest.testCAFile, conf + "Apple_App_Attestation_Root_CA.pem"),
             Row("app_attest.allow_test_ca", g.appAttest.allowTestCA, true),

@@ -132,6 +132,10 @@ import Testing
                 files: [("conf/gateway.yaml", gatewayWith("proxy:\n  unverified_token_policy: maybe\n"))], expected: [
             "conf/gateway.yaml:7: proxy.unverified_token_policy: expected one of deny, allow, got \"maybe\"",
         ]),
+        BadCase(name: "upstream keep-alive not a count", files: [("conf/gateway.yaml", gatewayWith("proxy:\n  upstream_keepalive: -1\n"))],
+                expected: ["conf/gateway.yaml:7: proxy.upstream_keepalive: expected an integer from 0 to 65536, got -1"]),
+        BadCase(name: "upstream keep-alive with a unit", files: [("conf/gateway.yaml", gatewayWith("proxy:\n  upstream_keepalive: 64 conns\n"))],
+                expected: [#"conf/gateway.yaml:7: proxy.upstream_keepalive: expected an integer, got "64 conns""#]),
         BadCase(name: "upstream_ca beside a plain upstream, or missing", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant
             + "upstream: http://api.example.com\nupstream_ca: ../Apple_App_Attestation_Root_CA.pem\n"),
                                                     ("conf/tenants/other.yaml", "team_id: OTHER12345\nbundle_id: com.example.other\n"

@@ -280,6 +280,39 @@ import Testing
         #expect(proxy.openConnections == 1)
     }
 
+    /// Five requests held by the upstream at once need five connections; once answered, the
+    /// pool keeps `maxIdlePerTarget` (2) of them and closes the other three, and the next
+    /// requests reuse the kept ones.
+    @Test func connectionsBeyondTheIdleLimitAreClosedWhenTheyComeBack() throws {
+        let arrived = Atomic<Int>(0)
+        let closedByPool = Atomic<Int>(0)
+        let upstream = try ScriptedUpstream { connection, _ in
+            guard ScriptedUpstream.readRequest(connection) != nil else { return }
+            arrived.add(1, ordering: .relaxed)
+            // Every request waits until all five are in: the pool cannot serve two on one connection.
+            _ = eventually(10) { arrived.load(ordering: .relaxed) >= 5 }
+            guard connection.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") else { return }
+            ScriptedUpstream.keepAliveResponder(connection)
+            closedByPool.add(1, ordering: .relaxed)
+        }
+        defer { upstream.stop() }
+        let target = try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)")
+        var configuration = UpstreamPoolConfiguration()
+        configuration.maxIdlePerTarget = 2
+        let proxy = try ProxyHarness(target: target, poolConfiguration: configuration)
+        defer { proxy.stop() }
+
+        let clients = (0..<5).map { _ in proxy.connect() }
+        for (index, client) in clients.enumerated() { #expect(client.write("GET /held\(index) HTTP/1.1\r\nHost: test\r\n\r\n")) }
+        #expect(clients.map { $0.readResponse(method: "GET")?.status ?? 0 } == [200, 200, 200, 200, 200])
+        #expect(upstream.accepted == 5)
+        #expect(eventually { proxy.idleConnections(for: target) == 2 && proxy.openConnections == 2 })
+        #expect(eventually { closedByPool.load(ordering: .relaxed) == 3 })
+        #expect(clients[0].exchange("GET", "/again")?.status == 200)
+        #expect(clients[1].exchange("GET", "/again")?.status == 200)
+        #expect(upstream.accepted == 5)
+    }
+
     private var clientBox = UncheckedBox<BlockingSocket?>(nil)
     private func sharedClient(_ proxy: ProxyHarness) -> BlockingSocket {
         if let client = clientBox.value { return client }

@@ -94,15 +94,3 @@ tree_cpu_seconds() {
           if (pid == root || f[2] == root) total += f[12] + f[13] }
         END { printf "%.2f", total / hz }'
 }
-
-# run_wrk_cpu LABEL PID URL CONNECTIONS SECONDS [headers...]: run_wrk, plus W_CPU_US, the CPU
-# microseconds PID (and its children) spent per completed request over the timed run.
-run_wrk_cpu() {
-    local label=$1 pid=$2
-    shift 2
-    local before after
-    before=$(tree_cpu_seconds "$pid")
-    run_wrk "$label" "$@"
-    after=$(tree_cpu_seconds "$pid")
-    W_CPU_US=$(calc "($after - $before) * 1000000 / ($W_REQUESTS > 0 ? $W_REQUESTS : 1)")
-}

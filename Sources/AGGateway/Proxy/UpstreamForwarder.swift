@@ -20,6 +20,7 @@ final class UpstreamForwarder: Forwarder {
         // request, each copy retaining its strings and arrays.
         let server = context.snapshot.config.gateway.server
         let bodyLimit = server.maxProxyBodyBytes
+        upstreams.maxIdlePerTarget = context.snapshot.config.gateway.proxy.upstreamKeepalive
         var hop = ClientHop(peerAddress: request.remoteAddress,
                             peerTrusted: server.trusts(peer: request.remoteAddress),
                             requestID: context.requestID)

@@ -74,8 +74,9 @@ public struct UpstreamTimeouts: Sendable, Equatable {
 
 /// Limits of one pool.
 public struct UpstreamPoolConfiguration: Sendable {
-    /// Idle connections kept per upstream address; the oldest are closed beyond it.
-    public var maxIdlePerTarget = 64
+    /// Idle connections kept per upstream address; the oldest are closed beyond it (the pool's
+    /// starting `maxIdlePerTarget`; the gateway's default is `proxy.upstream_keepalive`'s).
+    public var maxIdlePerTarget = 256
     /// How long a connection may sit idle in the pool before it is closed. Keep it below the
     /// upstreams' own keep-alive timeout so they rarely close a connection under us.
     public var idleTimeout: Duration = .seconds(30)

@@ -29,6 +29,11 @@ public final class UpstreamPool {
     /// Response heads are copied here to be parsed; reused once the last head has been let go.
     private var responseHead: [UInt8] = []
 
+    /// Idle connections kept per endpoint (`UpstreamPoolConfiguration.maxIdlePerTarget` at
+    /// first); the gateway sets it from `proxy.upstream_keepalive` on each request, so a reload
+    /// changes it. Lowered, the surplus goes as connections come back (or lapse idle).
+    public var maxIdlePerTarget: Int
+
     /// Connections currently open (connecting, serving or idle).
     public private(set) var openConnectionCount = 0
     /// Connections the pool started to open, since it was created.
@@ -40,6 +45,7 @@ public final class UpstreamPool {
                 resolver: DNSResolver? = nil) {
         self.loop = loop
         self.configuration = configuration
+        maxIdlePerTarget = configuration.maxIdlePerTarget
         configuredResolver = resolver
         scratch = evbuffer_new()
     }
@@ -172,17 +178,17 @@ public final class UpstreamPool {
         if !failedUntil.isEmpty { failedUntil[endpoint] = nil }
     }
 
-    /// Parks a connection after a complete, reusable exchange; beyond the limit the oldest goes.
+    /// Parks a connection after a complete, reusable exchange; beyond the limit the oldest go.
     func release(_ connection: UpstreamConnection) {
         guard connection.isOpen else { return }
         connection.becomeIdle(timeout: configuration.idleTimeout)
-        var evicted: UpstreamConnection?
         let list = idleList(connection.endpoint, creating: true)!
         list.connections.append(connection)
-        if list.connections.count > configuration.maxIdlePerTarget {
-            evicted = list.connections.removeFirst()
+        var evicted: [UpstreamConnection] = []
+        while list.connections.count > maxIdlePerTarget {
+            evicted.append(list.connections.removeFirst())
         }
-        evicted?.close()
+        for connection in evicted { connection.close() }
     }
 
     /// Drops an idle connection the upstream closed, wrote to, or that expired.

@@ -88,6 +88,18 @@ extension ConfigKeyEffects {
             #expect(response?.code == "upstream_timeout")
             #expect(elapsed < 1.5, "took \(elapsed)s")
         },
+        KeyEffect(key: "gateway:proxy.upstream_keepalive",
+                  observed: "0: three proxied requests open three upstream connections; reloaded to 4, the next three share one") {
+            let probe = try KeyProbe(gatewayYAML: "proxy:\n  upstream_keepalive: 0\n")
+            for index in 0..<3 { #expect(try probe.proxied("/public/k\(index)", token: nil).status == 200) }
+            #expect(probe.upstream.connectionCount == 3)
+            let path = probe.gateway.config.gatewayPath
+            try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(of: "upstream_keepalive: 0", with: "upstream_keepalive: 4")
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            probe.gateway.gateway.reload()
+            for index in 0..<3 { #expect(try probe.proxied("/public/r\(index)", token: nil).status == 200) }
+            #expect(probe.upstream.connectionCount == 4)
+        },
         KeyEffect(key: "gateway:server.shutdown_grace", observed: "shutdown with a request in flight waits 300ms, not 10s") {
             let probe = try KeyProbe(gatewayYAML: "server:\n  listen: \"127.0.0.1:0\"\n  workers: 1\n  shutdown_grace: 300ms\n")
             probe.upstream.reply { _ in UpstreamReply(delay: 8) }
