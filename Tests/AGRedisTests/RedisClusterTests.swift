@@ -1,4 +1,5 @@
 import AGRedis
+import AGSync
 import AGTestSupport
 import Foundation
 import Testing
@@ -97,21 +98,32 @@ import Testing
             try await TestEventLoop.with { loop in
                 let channel = uniqueKey("events")
                 let (messages, sink) = AsyncStream.makeStream(of: RedisMessage.self)
+                // Every state the subscriber passes through, with its last error then: this wait
+                // failed twice under a whole suite's load (once under TSan: not subscribed for
+                // 40 s, connected a moment later, no error left to read).
+                let trail = Locked<[String]>([])
+                // Its confirmation deadline is what the test can afford, not the default second:
+                // this test is about cross-node delivery, and a suite on two cores under a
+                // sanitizer can take longer than a second to answer a SUBSCRIBE.
                 let subscriber = await loop.make { base in
-                    RedisSubscriber(url: url, loop: base, channels: [channel]) { sink.yield($0) }
+                    let subscriber = RedisSubscriber(url: url, loop: base, channels: [channel],
+                                                     timeout: TestBuild.waitWindow(.seconds(3))) { sink.yield($0) }
+                    subscriber.onStateChange = { [unowned subscriber] state in
+                        let line = "\(state) (last error: \(subscriber.lastError ?? "none"))"
+                        trail.withLock { $0.append(line) }
+                    }
+                    return subscriber
                 }
                 // Closed on its loop even when a step fails: released on a test thread, its
                 // connection's deinit would trap ("used off its event loop thread") and end the run.
                 try await withCleanup {
-                    // Should it time out, the subscriber's state and last error say why (this wait
-                    // failed once under a whole suite's load, with nothing else recorded).
                     do {
                         try await waitUntil(within: TestBuild.waitWindow(.seconds(10)), "subscribed") {
                             await loop.submit { _ in subscriber.value.isSubscribed }
                         }
                     } catch {
                         let (state, lastError) = await loop.submit { _ in (subscriber.value.state, subscriber.value.lastError) }
-                        Issue.record("subscriber not subscribed: state \(state), last error \(lastError ?? "none")")
+                        Issue.record("subscriber not subscribed: state \(state), last error \(lastError ?? "none"); states: \(trail.withLock { $0.joined(separator: " → ") })")
                         throw error
                     }
                     try await ClientHarness.with(url) { publisher in
