@@ -20,6 +20,32 @@ struct ReloadAndSignalTests {
         #expect(stillServed.status == 200, "\(stillServed.text) \(gateway.logText())")
     }
 
+    /// A Kubernetes ConfigMap volume: each file is a symlink through `..data`, and an update
+    /// writes a new directory and repoints `..data` at it in one rename. The links never change,
+    /// only what they lead to (the watcher compared the links' own attributes and missed it).
+    @Test func aConfigMapStyleUpdateIsPickedUp() throws {
+        let first = TestGateway.randomTeamID(), second = TestGateway.randomTeamID(), third = TestGateway.randomTeamID()
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: first)])
+        defer { gateway.stop() }
+        let tenants = gateway.config.directory + "/tenants"
+        let files = FileManager.default
+        func publish(_ version: String, teamID: String) throws {
+            try files.createDirectory(atPath: tenants + "/" + version, withIntermediateDirectories: false)
+            try TestGateway.tenantYAML(teamID: teamID).write(toFile: tenants + "/" + version + "/b.yaml", atomically: false,
+                                                             encoding: .utf8)
+            try files.createSymbolicLink(atPath: tenants + "/..data_tmp", withDestinationPath: version)
+            #expect(rename(tenants + "/..data_tmp", tenants + "/..data") == 0)
+        }
+        try publish("..2026_12_02_1", teamID: second)
+        try files.createSymbolicLink(atPath: tenants + "/b.yaml", withDestinationPath: "..data/b.yaml")
+        #expect(try eventually(5) { try challenge(gateway, teamID: second).status == 200 }, "a new linked file is picked up")
+
+        try publish("..2026_12_02_2", teamID: third)
+        #expect(try eventually(5) { try challenge(gateway, teamID: third).status == 200 }, "the repointed ..data is picked up")
+        #expect(try challenge(gateway, teamID: second).code == "unknown_tenant")
+        #expect(try challenge(gateway, teamID: first).status == 200)
+    }
+
     @Test func aBrokenTenantFileLeavesTheOldConfigurationServing() throws {
         let teamID = TestGateway.randomTeamID()
         let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])
