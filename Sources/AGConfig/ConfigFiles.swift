@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 /// The loader's only contact with the file system: reading files, listing a directory and
 /// checking that files referenced by the configuration can be opened later.
@@ -49,7 +50,11 @@ public enum ConfigFiles {
         // file leaks its 4 KiB buffer (found by the config-gateway fuzz target under
         // LeakSanitizer), and an editor that truncates before writing makes the tenants
         // watcher reload exactly such files.
-        if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size == 0 {
+        // One stat(2) for the size: `FileManager.attributesOfItem` made ~14 system calls per
+        // file, owner and group names read from /etc/passwd and /etc/group, and a reload of
+        // 1,000 tenant files took ~175 ms instead of ~107.
+        var status = stat()
+        if stat(path, &status) == 0, status.st_size == 0 {
             return .success([])
         }
         guard let data = FileManager.default.contents(atPath: path) else {
