@@ -9,6 +9,9 @@ final class DNSLookup {
     private weak var resolver: DNSResolver?
     private var v4: DNSAnswer?
     private var v6: DNSAnswer?
+    /// The callback contexts evdns still holds, one per unanswered query: each is released by
+    /// its callback, or by `abandon()` when the resolver shuts down first.
+    private var unanswered: [UnsafeMutableRawPointer] = []
 
     init(name: String, resolver: DNSResolver) {
         self.name = name
@@ -20,15 +23,24 @@ final class DNSLookup {
         for family in [IPAddress.Family.v4, .v6] {
             // One retain per query, taken back in the callback.
             let query = Unmanaged.passRetained(DNSQuery(lookup: self, family: family)).toOpaque()
+            unanswered.append(query)
             let request = switch family {
             case .v4: evdns_base_resolve_ipv4(evdns, name, 0, Self.onAnswer, query)
             case .v6: evdns_base_resolve_ipv6(evdns, name, 0, Self.onAnswer, query)
             }
             if request == nil {
+                unanswered.removeAll { $0 == query }
                 Unmanaged<DNSQuery>.fromOpaque(query).release()
                 record(family, .failure(DNS_ERR_UNKNOWN))
             }
         }
+    }
+
+    /// Releases the contexts of the queries that never answered, once their evdns base was freed
+    /// without failing them (`DNSResolver.shutDown`): no callback will come for them.
+    func abandon() {
+        for query in unanswered { Unmanaged<DNSQuery>.fromOpaque(query).release() }
+        unanswered.removeAll()
     }
 
     private func record(_ family: IPAddress.Family, _ answer: DNSAnswer) {
@@ -57,6 +69,7 @@ final class DNSLookup {
     private static let onAnswer: @convention(c) (Int32, CChar, Int32, Int32, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = {
         result, type, count, ttl, addresses, argument in
         let query = Unmanaged<DNSQuery>.fromOpaque(argument!).takeRetainedValue()
+        query.lookup.unanswered.removeAll { $0 == argument }
         if result == DNS_ERR_SHUTDOWN || result == DNS_ERR_CANCEL { return }
         guard result == DNS_ERR_NONE, count > 0, let addresses else {
             query.lookup.record(query.family, .failure(result == DNS_ERR_NONE ? DNS_ERR_NODATA : result))

@@ -30,6 +30,8 @@ public final class EventLoop: @unchecked Sendable {
     /// Outlives the loop for objects that must know whether its `event_base` still exists.
     package let lifetime = LoopLifetime()
     var signalHandlers: [SignalHandler] = []
+    /// Every resolver made on this loop, shut down when `run()` returns (loop thread only).
+    private var resolvers: [WeakResolver] = []
     var attachments: [AnyObject] = []
 
     /// Turns on libevent's locking once per process, before any base exists: its process-wide
@@ -73,6 +75,8 @@ public final class EventLoop: @unchecked Sendable {
     public func run() {
         owner.store(UInt(pthread_self()), ordering: .releasing)
         event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
+        for resolver in resolvers { resolver.value?.shutDown() }
+        resolvers.removeAll()
         let late = pending.withLock { queue -> [@Sendable () -> Void] in
             defer { queue.removeAll() }
             return queue
@@ -180,5 +184,18 @@ final class SignalHandler {
 
     deinit {
         if let event { event_free(event) }
+    }
+}
+
+/// A resolver the loop shuts down without keeping it alive.
+private struct WeakResolver {
+    weak var value: DNSResolver?
+}
+
+extension EventLoop {
+    /// Called by `DNSResolver.init`, on the loop's thread or before it runs.
+    func adopt(_ resolver: DNSResolver) {
+        resolvers.removeAll { $0.value == nil }
+        resolvers.append(WeakResolver(value: resolver))
     }
 }

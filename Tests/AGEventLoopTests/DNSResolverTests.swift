@@ -1,4 +1,4 @@
-import AGEventLoop
+@testable import AGEventLoop
 import AGTestSupport
 import Foundation
 import Testing
@@ -125,6 +125,33 @@ import Testing
             #expect(try await resolver.addresses("missing.test") == [IPAddress("10.0.0.4")!])
             #expect(await resolver.resolve("not a name!").isFailure)
         }
+    }
+
+    /// A resolver still held once its loop stopped (a Redis client released later, off the
+    /// loop): the loop shuts it down when `run()` returns, so the lookup that never got an
+    /// answer is let go, and releasing the resolver afterwards frees nothing twice. Before, the
+    /// lookup stayed alive (its query contexts were released only by callbacks the stopped loop
+    /// never ran) and the evdns base was left behind: LeakSanitizer's report at exit.
+    @Test func aResolverOutlivingItsLoopLeavesNoLookupBehind() async throws {
+        let server = try await TestDNSServer.start(["black.test": TestDNSServer.Entry(a: ["10.0.0.1"], mode: "drop")])
+        let testLoop = TestEventLoop()
+        let configuration = DNSResolver.Configuration(nameservers: [server.nameserver], hostsFile: nil,
+                                                      queryTimeout: .seconds(30), attempts: 1)
+        var resolver: LoopBound<DNSResolver>? = await testLoop.make { base in
+            let resolver = try! DNSResolver(loop: base, configuration: configuration)
+            resolver.resolve("black.test") { _ in Issue.record("a dropped query completed") }
+            return resolver
+        }
+        final class WeakLookup: @unchecked Sendable { weak var value: DNSLookup? }
+        let lookup = WeakLookup()
+        await testLoop.submit { [resolver] _ in lookup.value = resolver!.value.inFlight["black.test"] }
+        #expect(lookup.value != nil, "the lookup is in flight")
+        await testLoop.shutdown()
+        #expect(lookup.value == nil, "the stopped loop let the unanswered lookup go")
+        // Released now, off the stopped loop: its deinit must free nothing a second time (a
+        // double evdns_base_free, which ASan would report).
+        resolver = nil
+        withExtendedLifetime(resolver) {}
     }
 
     private func withResolver(_ zone: [String: TestDNSServer.Entry], hostsFile: String? = nil,
