@@ -11,17 +11,27 @@ import Glibc
 enum ConfigKeyEffects {
     static var all: [KeyEffect] { server + store + tokens + limits + trust + logging + tenant + platformSSO + hardening + upstreamReach }
 
+    /// A port to configure a listener on: one that binds now, picked below the kernel's
+    /// ephemeral range (32768–60999 here), so no other test's port-0 listener and no outgoing
+    /// connection can be handed it before the gateway binds it. (A port-0 pick once went to
+    /// another listener in between, under a sanitizer's slow whole run: the probe's request
+    /// reached that listener and was closed unanswered.)
     static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<100 {
+            let port = Int.random(in: 20_000..<32_000, using: &generator)
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(descriptor) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            if bound { return port }
         }
-        return Int(UInt16(bigEndian: address.sin_port))
+        throw POSIXError(.EADDRINUSE)
     }
 
     /// The gateway's startup refuses the configuration with `message` at `file:line`.
