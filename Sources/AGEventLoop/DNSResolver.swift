@@ -52,6 +52,7 @@ public final class DNSResolver {
     private let lifetime: LoopLifetime
     private let hosts: HostsFile
     private var cache: [String: (addresses: [IPAddress], expiry: ContinuousClock.Instant)] = [:]
+    /// Lookups waiting for answers, by lower-cased name (internal for a test).
     var inFlight: [String: DNSLookup] = [:]
     /// Set once `shutDown()` freed the evdns base: `deinit` has nothing left to free.
     private var isShutDown = false
@@ -74,6 +75,7 @@ public final class DNSResolver {
         if let nameservers = configuration.nameservers {
             for server in nameservers where evdns_base_nameserver_ip_add(evdns, server) != 0 {
                 evdns_base_free(evdns, 0)
+                isShutDown = true  // `deinit` runs on the thrown-away object: nothing left to free
                 throw DNSError(host: server, code: DNS_ERR_UNKNOWN, reason: "not a name server address")
             }
         } else {
@@ -115,8 +117,7 @@ public final class DNSResolver {
     /// loop's base goes (`EventLoop` calls it for every resolver made on it): lookups in flight
     /// are dropped without completing and what their queries held is released. A resolver still
     /// referenced once its loop stopped (a client released later, off the loop) then has nothing
-    /// left to free; before, its evdns base and pending lookups stayed behind (LeakSanitizer's
-    /// report at exit in stops 19 and 22).
+    /// left to free; before, its evdns base and pending lookups stayed behind.
     func shutDown() {
         guard !isShutDown else { return }
         isShutDown = true

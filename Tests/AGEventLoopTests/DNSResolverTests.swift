@@ -127,6 +127,22 @@ import Testing
         }
     }
 
+    /// A name server that is no address is refused when the resolver is made, and the refused
+    /// resolver frees its evdns base once (its `deinit` runs on the thrown-away object too).
+    @Test func aNameServerThatIsNoAddressIsRefused() async throws {
+        try await TestEventLoop.with { loop in
+            let refusal = await loop.submit { base -> String? in
+                do {
+                    _ = try DNSResolver(loop: base, configuration: .init(nameservers: ["127.0.0.1", "dns.internal"], hostsFile: nil))
+                    return nil
+                } catch {
+                    return "\(error)"
+                }
+            }
+            #expect(refusal == "cannot resolve 'dns.internal': not a name server address")
+        }
+    }
+
     /// A resolver still held once its loop stopped (a Redis client released later, off the
     /// loop): the loop shuts it down when `run()` returns, so the lookup that never got an
     /// answer is let go, and releasing the resolver afterwards frees nothing twice. Before, the
