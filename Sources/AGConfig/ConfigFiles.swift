@@ -50,13 +50,7 @@ public enum ConfigFiles {
         // file leaks its 4 KiB buffer (found by the config-gateway fuzz target under
         // LeakSanitizer), and an editor that truncates before writing makes the tenants
         // watcher reload exactly such files.
-        // One stat(2) for the size: `FileManager.attributesOfItem` made ~14 system calls per
-        // file, owner and group names read from /etc/passwd and /etc/group, and a reload of
-        // 1,000 tenant files took ~175 ms instead of ~107.
-        var status = stat()
-        if stat(path, &status) == 0, status.st_size == 0 {
-            return .success([])
-        }
+        if version(of: path)?.size == 0 { return .success([]) }
         guard let data = FileManager.default.contents(atPath: path) else {
             return .failure(FileProblem(reason: "could not be read"))
         }
@@ -64,6 +58,34 @@ public enum ConfigFiles {
             return .failure(FileProblem(reason: "is larger than \(maximumFileBytes >> 20) MiB"))
         }
         return .success([UInt8](data))
+    }
+
+    /// A file as `stat(2)` finds it through symlinks: which file (device and inode: a rename
+    /// into place is another file), its size, and its modification and status-change times
+    /// (`cp -p` and `rsync -t` keep the first, nothing keeps the second). Through symlinks,
+    /// because a Kubernetes ConfigMap mounts each file as a link through `..data`, and an update
+    /// repoints `..data`: the links themselves never change.
+    public struct FileVersion: Hashable, Sendable {
+        public var device: UInt64 = 0
+        public var inode: UInt64 = 0
+        public var size: Int64 = -1
+        public var modified: Int64 = 0
+        public var changed: Int64 = 0
+
+        /// What stands for a name `stat` cannot follow (a dangling link).
+        public static let unreadable = FileVersion()
+    }
+
+    /// `path`'s version, or nil when `stat` cannot follow it. One system call:
+    /// `FileManager.attributesOfItem` made ~14 per file (owner and group names read from
+    /// /etc/passwd and /etc/group) and did not follow links; a reload of 1,000 tenant files
+    /// took ~175 ms instead of ~107, and the tenants watcher spent 3 % of a core.
+    public static func version(of path: String) -> FileVersion? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return FileVersion(device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
+                           modified: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+                           changed: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec))
     }
 
     /// Names of the `*.yaml`/`*.yml` entries of `directory`, sorted, hidden files (editor

@@ -221,11 +221,6 @@ public struct ProxyConfig: Sendable, Hashable {
     public let upstreamKeepalive: Int
 
     public static let defaultUpstreamKeepalive = 256
-
-    public init(unverifiedTokenPolicy: UnverifiedTokenPolicy, upstreamKeepalive: Int = defaultUpstreamKeepalive) {
-        self.unverifiedTokenPolicy = unverifiedTokenPolicy
-        self.upstreamKeepalive = upstreamKeepalive
-    }
 }
 
 /// `quotas`: monthly-active-device accounting.
