@@ -192,6 +192,28 @@ import Testing
         #expect(eventually(5) { server.connectionCount == 0 }, "then the second timed out")
     }
 
+    /// A connection kept busy outlives its first idle deadline: the reader's timer, armed for
+    /// the deadline the connection started with, fires while requests keep coming and must
+    /// re-arm for the deadline the last answer set, not close. (Real clock, as above: 1.2 s
+    /// of idle timeout, answers 0.4 s apart for 2 s.)
+    @Test func aBusyConnectionOutlivesItsFirstIdleDeadline() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.idleTimeout = .milliseconds(1200)
+        let server = try TestServer(configuration, handler: Self.ok)
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 5)
+        let started = ContinuousClock.now
+        for index in 0..<6 {
+            client.write("GET /\(index) HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try #require(client.readResponse()).status == 200)
+            Thread.sleep(forTimeInterval: 0.4)
+        }
+        #expect(ContinuousClock.now - started >= .milliseconds(2400))
+        #expect(server.requestCount == 6)
+        #expect(server.connectionCount == 1, "the connection stayed open across its first deadline")
+        #expect(eventually(5) { server.connectionCount == 0 }, "then, left idle, it timed out")
+    }
+
     /// A server with a 64 KiB read bound whose handler pauses every body and hands the request
     /// over in `held` (loop thread only), with no body-rate check and a long read timeout.
     static func bodyHoldingServer() throws -> (TestServer, UncheckedBox<HTTPServerRequest?>, HTTPServerConfiguration) {

@@ -11,8 +11,8 @@ import Glibc
 /// before every read, and reads at most 4 KiB: one system call more per read, two per proxied
 /// request. This reader reads up to `maxRead` bytes without asking, and keeps the bufferevent's
 /// read behaviour that the connections rely on:
-/// - the read timeout runs while reading is on and restarts with every read (a persistent
-///   event's timeout); when it expires, reading goes off and the owner hears READING|TIMEOUT;
+/// - the read timeout runs while reading is on and restarts with every read and every
+///   `setTimeout`; when it expires, reading goes off and the owner hears READING|TIMEOUT;
 /// - end of stream and a read error turn reading off and report READING|EOF and
 ///   READING|ERROR (with `errno` as the read left it). (Reading is turned on only once a
 ///   connection is established, so a refused connect is always the write side's to report.)
@@ -21,6 +21,14 @@ import Glibc
 ///   input drains below it, noticed by an input-buffer callback attached only meanwhile.
 /// The bufferevent keeps the write side. Loop thread only; `close()` before the bufferevent is
 /// freed (it closes the socket).
+///
+/// The timeout is kept lazily, as nginx keeps its timers: the read event carries none, and a
+/// timer of its own is armed only when the deadline moves *earlier* than the time it is set to
+/// fire. A read or a new timeout only notes the time (a coarse monotonic clock, read from the
+/// vDSO); when the timer fires before the deadline it re-arms itself for the rest. libevent
+/// re-adds a persistent event with a timeout after every callback, and every timeout change was
+/// an `event_add`: six heap updates per proxied request (two connections), ~1,500 instructions,
+/// now none on a busy connection (its timer fires about once per timeout period).
 final class PlainSocketReader {
     /// The most one read takes (libevent's own reads take at most 4 KiB).
     static let maxRead = 16 * 1024
@@ -29,7 +37,15 @@ final class PlainSocketReader {
     private let input: OpaquePointer
     private let limit: Int
     private var event: OpaquePointer?
-    private var timeout: timeval?
+    /// The timeout's own timer (a one-shot event), created with the first timeout.
+    private var timer: OpaquePointer?
+    /// The read timeout in microseconds; nil for none.
+    private var timeout: Int64?
+    /// When the timeout last restarted (a read, `setTimeout`, reading turned on), on
+    /// `Self.now()`'s clock.
+    private var lastProgress: Int64 = 0
+    /// When the timer is set to fire (nil: not armed).
+    private var timerFiresAt: Int64?
     /// Reading is on, as the owner last said.
     private(set) var isEnabled = false
     /// The input is at the limit: the event is off until it drains.
@@ -67,6 +83,9 @@ final class PlainSocketReader {
         stopWatchingDrain()
         if let event { event_free(event) }
         event = nil
+        if let timer { event_free(timer) }
+        timer = nil
+        timerFiresAt = nil
         isEnabled = false
     }
 
@@ -80,30 +99,67 @@ final class PlainSocketReader {
 
     /// The read timeout; nil for none. Restarts it when reading is on.
     func setTimeout(_ timeout: timeval?) {
-        self.timeout = timeout
-        schedule()
+        self.timeout = timeout.map { Int64($0.tv_sec) &* 1_000_000 &+ Int64($0.tv_usec) }
+        restartTimeout()
     }
 
-    /// Adds the event (with the timeout) when reading is on and not suspended, else removes it.
+    /// Adds the event when reading is on and not suspended (restarting the timeout), else
+    /// removes it. A timer left armed meanwhile finds reading off when it fires and stops.
     private func schedule() {
         guard let event else { return }
         if isEnabled, !suspended {
-            if var timeout {
-                event_add(event, &timeout)
-            } else {
-                event_add(event, nil)
-            }
+            event_add(event, nil)
+            restartTimeout()
         } else {
             event_del(event)
         }
     }
 
-    private func fired(_ what: Int16) {
-        if what & Int16(EV_TIMEOUT) != 0 {
-            setEnabled(false)
-            onEvent(Int16(BEV_EVENT_READING | BEV_EVENT_TIMEOUT))
+    /// The timeout runs from now: the timer is re-armed only if it would fire too late.
+    private func restartTimeout() {
+        guard let timeout, isEnabled, !suspended, event != nil else { return }
+        lastProgress = Self.now()
+        let deadline = lastProgress &+ timeout
+        if let firesAt = timerFiresAt, firesAt <= deadline { return }
+        armTimer(in: timeout)
+    }
+
+    private func armTimer(in microseconds: Int64) {
+        if timer == nil {
+            let context = Unmanaged.passUnretained(self).toOpaque()
+            timer = ag_evtimer_new(event_get_base(event), { _, _, context in
+                let reader = Unmanaged<PlainSocketReader>.fromOpaque(context!).takeUnretainedValue()
+                withExtendedLifetime(reader) { reader.timerFired() }
+            }, context)
+        }
+        guard let timer else { return }
+        var tv = timeval(tv_sec: Int(microseconds / 1_000_000), tv_usec: Int(microseconds % 1_000_000))
+        ag_evtimer_add(timer, &tv)
+        timerFiresAt = Self.now() &+ microseconds
+    }
+
+    private func timerFired() {
+        timerFiresAt = nil
+        guard let timeout, isEnabled, !suspended, event != nil else { return }
+        let left = lastProgress &+ timeout &- Self.now()
+        if left > 0 {
+            armTimer(in: left)
             return
         }
+        setEnabled(false)
+        onEvent(Int16(BEV_EVENT_READING | BEV_EVENT_TIMEOUT))
+    }
+
+    /// Microseconds on the coarse monotonic clock: the time of the kernel's last tick (1–4 ms
+    /// grain), read from the vDSO in ~4 ns (the precise clock takes ~25). Deadlines are noted
+    /// up to a tick early; the timer itself runs on libevent's precise clock.
+    static func now() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
+        return Int64(time.tv_sec) &* 1_000_000 &+ Int64(time.tv_nsec / 1000)
+    }
+
+    private func fired(_ what: Int16) {
         let room = limit - evbuffer_get_length(input)
         guard room > 0 else {
             suspend()
@@ -111,6 +167,7 @@ final class PlainSocketReader {
         }
         let got = ag_read_socket(input, fd, UInt(min(room, Self.maxRead)))
         if got > 0 {
+            if timeout != nil { lastProgress = Self.now() }
             onReadable()
             if event != nil, !suspended, evbuffer_get_length(input) >= limit { suspend() }
             return
