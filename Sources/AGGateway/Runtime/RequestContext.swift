@@ -88,9 +88,13 @@ final class RequestContext {
 }
 
 extension Duration {
-    /// The duration as fractional seconds.
+    /// The duration as fractional seconds, from its attoseconds' two 64-bit halves: without
+    /// `components`' 128-bit divisions (~190 instructions, twice per proxied request), and
+    /// without `Double(Int128)`, which goes through the generic conversion (~550).
     var seconds: Double {
-        let (whole, fraction) = components
-        return Double(whole) + Double(fraction) / 1e18
+        let attoseconds = attoseconds
+        let high = Double(Int64(truncatingIfNeeded: attoseconds >> 64))
+        let low = Double(UInt64(truncatingIfNeeded: attoseconds))
+        return (high * 18_446_744_073_709_551_616 + low) / 1e18
     }
 }
