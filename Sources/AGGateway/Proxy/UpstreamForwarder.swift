@@ -15,25 +15,25 @@ final class UpstreamForwarder: Forwarder {
         guard let request = context.request as? HTTPServerRequest else {
             preconditionFailure("the upstream forwarder serves connections only")
         }
-        // The completion captures the body limit alone: capturing `server` (and reading it
-        // through the computed `snapshot.gateway`) copied the whole `ServerConfig` twice per
-        // request, each copy retaining its strings and arrays.
-        let server = context.snapshot.config.gateway.server
-        let bodyLimit = server.maxProxyBodyBytes
-        upstreams.maxIdlePerTarget = context.snapshot.config.gateway.proxy.upstreamKeepalive
+        // Settings are read in place through the snapshot (a class): binding `server` to a
+        // local copied the whole `ServerConfig` per request, retaining its strings and arrays,
+        // and so did reading through the computed `snapshot.gateway`. The completion captures
+        // the body limit alone, and reaches metrics and logger through `context` on the error
+        // paths only (capturing them copied an existential per request).
+        let snapshot = context.snapshot
+        let bodyLimit = snapshot.config.gateway.server.maxProxyBodyBytes
+        upstreams.maxIdlePerTarget = snapshot.config.gateway.proxy.upstreamKeepalive
         var hop = ClientHop(peerAddress: request.remoteAddress,
-                            peerTrusted: server.trusts(peer: request.remoteAddress),
+                            peerTrusted: snapshot.config.gateway.server.trusts(peer: request.remoteAddress),
                             requestID: context.requestID)
         if request.isSecure { hop.scheme = "https" }
         let policy = proxy.headers
         let requestID = context.requestID
         let extra = context.extraHeaders
         let rateLimit = context.rateLimitDecision
-        let metrics = context.services.metrics
-        let logger = context.services.logger
         upstreams.forward(request, to: proxy.target,
-                          timeouts: UpstreamTimeouts(connect: server.timeouts.upstreamConnect,
-                                                     response: server.timeouts.upstreamResponse),
+                          timeouts: UpstreamTimeouts(connect: snapshot.config.gateway.server.timeouts.upstreamConnect,
+                                                     response: snapshot.config.gateway.server.timeouts.upstreamResponse),
                           maxBodyBytes: bodyLimit,
                           writeFields: { ForwardHeaders.request(request.headers, policy: policy, hop: hop, injected: injected, into: &$0) },
                           responseFields: { ForwardHeaders.response($0, requestID: requestID, extra: extra, rateLimit: rateLimit,
@@ -46,15 +46,15 @@ final class UpstreamForwarder: Forwarder {
             case .interrupted(let error, let status, let upstreamTime, _):
                 context.upstreamSeconds = upstreamTime.seconds
                 if error != .clientAborted {
-                    Self.count(error, tenant: tenant, metrics)
-                    Self.log(error, tenant: tenant, target: proxy.target, logger)
+                    Self.count(error, tenant: tenant, context.services.metrics)
+                    Self.log(error, tenant: tenant, target: proxy.target, context.services.logger)
                 }
                 context.finished(status: status)
             case .failed(.clientAborted):
                 context.finished(status: UpstreamError.clientAborted.status)
             case .failed(let error):
-                Self.count(error, tenant: tenant, metrics)
-                Self.log(error, tenant: tenant, target: proxy.target, logger)
+                Self.count(error, tenant: tenant, context.services.metrics)
+                Self.log(error, tenant: tenant, target: proxy.target, context.services.logger)
                 context.fail(Self.answer(for: error, limit: bodyLimit))
             }
         }
