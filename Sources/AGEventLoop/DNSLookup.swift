@@ -1,5 +1,6 @@
 internal import CEvent
 internal import Glibc
+import AGSync
 
 /// One name being resolved: an `A` and an `AAAA` query whose answers are merged.
 final class DNSLookup {
@@ -9,9 +10,9 @@ final class DNSLookup {
     private weak var resolver: DNSResolver?
     private var v4: DNSAnswer?
     private var v6: DNSAnswer?
-    /// The callback contexts evdns still holds, one per unanswered query: each is released by
-    /// its callback, or by `abandon()` when the resolver shuts down first.
-    private var unanswered: [UnsafeMutableRawPointer] = []
+    /// The tokens evdns still holds as callback contexts, one per unanswered query: each is
+    /// taken back by its callback, or by `abandon()` when the resolver goes first.
+    private var unanswered: [UInt] = []
 
     init(name: String, resolver: DNSResolver) {
         self.name = name
@@ -21,25 +22,27 @@ final class DNSLookup {
     /// Sends both queries. A query evdns refuses at once counts as answered with an error.
     func start(on evdns: OpaquePointer) {
         for family in [IPAddress.Family.v4, .v6] {
-            // One retain per query, taken back in the callback.
-            let query = Unmanaged.passRetained(DNSQuery(lookup: self, family: family)).toOpaque()
-            unanswered.append(query)
+            let token = DNSQueryTokens.add(DNSQuery(lookup: self, family: family))
+            unanswered.append(token)
+            let context = UnsafeMutableRawPointer(bitPattern: token)
             let request = switch family {
-            case .v4: evdns_base_resolve_ipv4(evdns, name, 0, Self.onAnswer, query)
-            case .v6: evdns_base_resolve_ipv6(evdns, name, 0, Self.onAnswer, query)
+            case .v4: evdns_base_resolve_ipv4(evdns, name, 0, Self.onAnswer, context)
+            case .v6: evdns_base_resolve_ipv6(evdns, name, 0, Self.onAnswer, context)
             }
             if request == nil {
-                unanswered.removeAll { $0 == query }
-                Unmanaged<DNSQuery>.fromOpaque(query).release()
+                unanswered.removeAll { $0 == token }
+                _ = DNSQueryTokens.take(token)
                 record(family, .failure(DNS_ERR_UNKNOWN))
             }
         }
     }
 
-    /// Releases the contexts of the queries that never answered, once their evdns base was freed
-    /// without failing them (`DNSResolver.shutDown`): no callback will come for them.
+    /// Lets go of the queries that never answered, once their evdns base was freed without
+    /// failing them (`DNSResolver.shutDown`, its `deinit`). A callback evdns had already
+    /// deferred for one of them (an answer that arrived in the same loop iteration) finds its
+    /// token gone and does nothing.
     func abandon() {
-        for query in unanswered { Unmanaged<DNSQuery>.fromOpaque(query).release() }
+        for token in unanswered { _ = DNSQueryTokens.take(token) }
         unanswered.removeAll()
     }
 
@@ -68,8 +71,9 @@ final class DNSLookup {
 
     private static let onAnswer: @convention(c) (Int32, CChar, Int32, Int32, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = {
         result, type, count, ttl, addresses, argument in
-        let query = Unmanaged<DNSQuery>.fromOpaque(argument!).takeRetainedValue()
-        query.lookup.unanswered.removeAll { $0 == argument }
+        let token = UInt(bitPattern: argument)
+        guard let query = DNSQueryTokens.take(token) else { return }
+        query.lookup.unanswered.removeAll { $0 == token }
         if result == DNS_ERR_SHUTDOWN || result == DNS_ERR_CANCEL { return }
         guard result == DNS_ERR_NONE, count > 0, let addresses else {
             query.lookup.record(query.family, .failure(result == DNS_ERR_NONE ? DNS_ERR_NODATA : result))
@@ -99,8 +103,33 @@ extension Result where Failure == DNSErrorCode {
     fileprivate static func failure(_ code: Int32) -> Self { .failure(DNSErrorCode(code: code)) }
 }
 
-/// The callback context of one query.
-private final class DNSQuery {
+/// The queries evdns may still call back for, by the token passed as their callback context
+/// (process-wide: a callback can come after its resolver is gone). Each token is taken once,
+/// by the callback or by `DNSLookup.abandon()`, whichever comes first: the other finds nothing,
+/// so a query is released exactly once and never used after. (A retained pointer as the context
+/// could only be released by its callback; when freeing an evdns base deferred the callbacks to
+/// an iteration the stopping loop never ran, the queries and their lookup stayed behind.)
+private enum DNSQueryTokens {
+    private static let table = Locked<(next: UInt, queries: [UInt: DNSQuery])>((1, [:]))
+
+    static func add(_ query: DNSQuery) -> UInt {
+        table.withLock { table in
+            let token = table.next
+            table.next += 1
+            table.queries[token] = query
+            return token
+        }
+    }
+
+    static func take(_ token: UInt) -> DNSQuery? {
+        table.withLock { $0.queries.removeValue(forKey: token) }
+    }
+}
+
+/// The callback context of one query. Unchecked `Sendable` only to pass through the token
+/// table's lock: it is made, called back and abandoned on its loop's thread (or once that loop
+/// is gone), and never touched elsewhere.
+private final class DNSQuery: @unchecked Sendable {
     let lookup: DNSLookup
     let family: IPAddress.Family
 

@@ -97,20 +97,32 @@ public final class DNSResolver {
     }()
 
     deinit {
-        // evdns_base_free fails in-flight queries (their deferred callbacks see
-        // DNS_ERR_SHUTDOWN and only release their context) and deletes the base's events, so
-        // it must not race the loop thread nor follow event_base_free:
+        // The evdns base is freed without failing its queries (fail_requests 0): failing them
+        // defers a callback per query to the loop's next iteration, which a stopping loop never
+        // runs (the callbacks' records, the request handles and the lookups stayed behind:
+        // `aResolverReleasedAsItsLoopStopsLeavesNoLookupBehind`). The lookups in flight are
+        // abandoned instead, after the base (their waiters are dropped, as documented). It must
+        // not race the loop thread nor follow event_base_free:
         // - the loop's base is gone: freeing would touch it; the evdns base is left behind;
         // - the loop is being deinitialized (weak reference already nil), or this is its
         //   thread (or it has not started): free now;
         // - otherwise (released on another thread): free on the loop thread.
+        if isShutDown { return }
         let base = EVDNSBase(pointer: evdns)
-        if isShutDown || lifetime.ended.load(ordering: .acquiring) { return }
-        guard let loop, !loop.isOwnedByCurrentThread else {
-            evdns_base_free(base.pointer, 1)
+        let lookups = AbandonedLookups(lookups: Array(inFlight.values))
+        if lifetime.ended.load(ordering: .acquiring) {
+            lookups.abandon()
             return
         }
-        loop.executeCleanup { evdns_base_free(base.pointer, 1) }
+        guard let loop, !loop.isOwnedByCurrentThread else {
+            evdns_base_free(base.pointer, 0)
+            lookups.abandon()
+            return
+        }
+        loop.executeCleanup {
+            evdns_base_free(base.pointer, 0)
+            lookups.abandon()
+        }
     }
 
     /// Frees the evdns base at once, on the loop's thread after `run()` returned and before the
@@ -226,6 +238,17 @@ extension EventLoop {
 private struct EVDNSBase: @unchecked Sendable {
     // Invariant: used exactly once, by the evdns_base_free that the resolver's deinit schedules.
     let pointer: OpaquePointer
+}
+
+/// A released resolver's lookups in flight, carried to where its evdns base is freed.
+private struct AbandonedLookups: @unchecked Sendable {
+    // Invariant: touched only by that one cleanup, on the loop's thread or once the loop is
+    // gone (the lookups are loop-bound).
+    let lookups: [DNSLookup]
+
+    func abandon() {
+        for lookup in lookups { lookup.abandon() }
+    }
 }
 
 /// Reads a whole (small) text file with the C library: this module does not link Foundation.

@@ -170,6 +170,39 @@ import Testing
         withExtendedLifetime(resolver) {}
     }
 
+    /// A resolver released on its loop's thread just as the loop stops, a lookup in flight (a
+    /// Redis client torn down with its loop): its evdns base is freed at once, and nothing of
+    /// the lookup may wait for a callback the stopped loop will never run. Freeing the base
+    /// with evdns's "fail the requests" deferred a callback per query to the next loop
+    /// iteration, which never came: the callbacks' 600-byte records, the request handles and
+    /// the lookup with its two query contexts stayed behind (LeakSanitizer's report at exit).
+    @Test func aResolverReleasedAsItsLoopStopsLeavesNoLookupBehind() async throws {
+        let server = try await TestDNSServer.start(["black.test": TestDNSServer.Entry(a: ["10.0.0.1"], mode: "drop")])
+        let testLoop = TestEventLoop()
+        let configuration = DNSResolver.Configuration(nameservers: [server.nameserver], hostsFile: nil,
+                                                      queryTimeout: .seconds(30), attempts: 1)
+        final class Holder: @unchecked Sendable {
+            var resolver: DNSResolver?
+            weak var lookup: DNSLookup?
+        }
+        let holder = Holder()
+        await testLoop.submit { base in
+            let resolver = try! DNSResolver(loop: base, configuration: configuration)
+            resolver.resolve("black.test") { _ in Issue.record("a dropped query completed") }
+            holder.lookup = resolver.inFlight["black.test"]
+            holder.resolver = resolver
+        }
+        #expect(holder.lookup != nil, "the lookup is in flight")
+        await testLoop.submit { base in
+            // The stop first: the loop returns after the current callbacks, before the next
+            // iteration; then the last reference goes, on the loop's thread.
+            base.stop()
+            holder.resolver = nil
+        }
+        await testLoop.shutdown()
+        #expect(holder.lookup == nil, "the released resolver let its unanswered lookup go")
+    }
+
     private func withResolver(_ zone: [String: TestDNSServer.Entry], hostsFile: String? = nil,
                               _ body: (ResolverHarness, TestDNSServer) async throws -> Void) async throws {
         let server = try await TestDNSServer.start(zone)
