@@ -25,6 +25,14 @@ public enum HTTPHeadParser {
     }
 
     public static func parseRequest(_ storage: [UInt8]) throws(HTTPParseError) -> HTTPRequestHead {
+        var fieldList: [HTTPField] = []
+        return try parseRequest(storage, fieldList: &fieldList)
+    }
+
+    /// `parseRequest`, the field list written into `fieldList`'s buffer: a connection passes
+    /// the same array for every head, and once the previous head is gone its buffer is reused
+    /// instead of a new one allocated per head.
+    public static func parseRequest(_ storage: [UInt8], fieldList: inout [HTTPField]) throws(HTTPParseError) -> HTTPRequestHead {
         let bytes = storage.span
         var lines = LineCursor()
         guard let line = try lines.next(bytes), !line.isEmpty else { throw .malformed("empty request line") }
@@ -40,7 +48,7 @@ public enum HTTPHeadParser {
             throw .malformed("malformed request target")
         }
         let minor = try parseVersion(bytes, (secondSpace + 1)..<line.upperBound)
-        let headers = try parseFields(storage, &lines)
+        let headers = try parseFields(storage, &lines, into: &fieldList)
         var hosts = 0
         for field in headers where field.name == .host { hosts += 1 }
         guard hosts <= 1 else { throw .malformed("more than one Host header") }
@@ -51,6 +59,12 @@ public enum HTTPHeadParser {
     }
 
     public static func parseResponse(_ storage: [UInt8]) throws(HTTPParseError) -> HTTPResponseHead {
+        var fieldList: [HTTPField] = []
+        return try parseResponse(storage, fieldList: &fieldList)
+    }
+
+    /// `parseResponse` with a reused field-list buffer (see `parseRequest(_:fieldList:)`).
+    public static func parseResponse(_ storage: [UInt8], fieldList: inout [HTTPField]) throws(HTTPParseError) -> HTTPResponseHead {
         let bytes = storage.span
         var lines = LineCursor()
         guard let line = try lines.next(bytes), line.count >= 12 else { throw .malformed("malformed status line") }
@@ -65,7 +79,7 @@ public enum HTTPHeadParser {
         for index in code { status = status * 10 + Int(bytes[index] - 0x30) }
         let reason = line.count > 13 ? (start + 13)..<line.upperBound : line.upperBound..<line.upperBound
         let clean = all(bytes, reason) { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
-        let headers = try parseFields(storage, &lines)
+        let headers = try parseFields(storage, &lines, into: &fieldList)
         return HTTPResponseHead(status: status, versionMinor: minor, headers: headers, reasonRange: reason, reasonIsClean: clean)
     }
 
@@ -152,10 +166,16 @@ public enum HTTPHeadParser {
     /// bytes checked while looking for its CRLF); a line with anything unusual in it is
     /// re-read by `slowField`, which decides which error it is, in the order the rules apply.
     static func parseFields(_ storage: [UInt8], _ lines: inout LineCursor) throws(HTTPParseError) -> HTTPFields {
+        var list: [HTTPField] = []
+        return try parseFields(storage, &lines, into: &list)
+    }
+
+    /// `parseFields` into `list`'s buffer, emptied first (reused when nothing else holds it).
+    static func parseFields(_ storage: [UInt8], _ lines: inout LineCursor, into list: inout [HTTPField]) throws(HTTPParseError) -> HTTPFields {
         let bytes = storage.span
         let raw = bytes.bytes
         let count = bytes.count
-        var list: [HTTPField] = []
+        list.removeAll(keepingCapacity: true)
         list.reserveCapacity(16)
         var position = lines.position
         while position < count {

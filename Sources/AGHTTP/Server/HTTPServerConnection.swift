@@ -35,6 +35,8 @@ final class HTTPServerConnection {
     private var parsingInput = false
     /// The bytes of the current head; reused for the next one once nothing else holds them.
     private var headStorage: [UInt8] = []
+    /// The current head's field list, likewise.
+    private var fieldList: [HTTPField] = []
     /// Response heads are built here, then added to the output in one piece.
     private var writer = HTTPHeadWriter(capacity: 0)
     /// Fires at the head deadline, and at the end of each body-rate window.
@@ -255,7 +257,7 @@ final class HTTPServerConnection {
         let head: HTTPRequestHead
         let framing: BodyFraming
         do {
-            head = try HTTPHeadParser.parseRequest(headStorage)
+            head = try HTTPHeadParser.parseRequest(headStorage, fieldList: &fieldList)
             framing = try HTTPHeadParser.requestFraming(head)
         } catch {
             refuse(HTTPLocalError(error))

@@ -271,7 +271,8 @@ final class UpstreamExchange {
             let parsed: HTTPResponseHead
             let framing: BodyFraming
             do {
-                parsed = try HTTPHeadParser.parseResponse(pool.responseHeadBytes(from: input, length: headLength))
+                parsed = try HTTPHeadParser.parseResponse(pool.responseHeadBytes(from: input, length: headLength),
+                                                          fieldList: &pool.responseFieldList)
                 framing = try HTTPHeadParser.responseFraming(parsed, requestMethod: request.method)
             } catch {
                 fail(.invalidResponse(error.message))

@@ -28,6 +28,8 @@ public final class UpstreamPool {
     private var headWriter = HTTPHeadWriter(capacity: 2048)
     /// Response heads are copied here to be parsed; reused once the last head has been let go.
     private var responseHead: [UInt8] = []
+    /// The last response head's field list, its buffer reused for the next (`parseResponse`).
+    var responseFieldList: [HTTPField] = []
 
     /// Idle connections kept per endpoint (`UpstreamPoolConfiguration.maxIdlePerTarget` at
     /// first); the gateway sets it from `proxy.upstream_keepalive` on each request, so a reload
