@@ -17,47 +17,55 @@ final class UpstreamForwarder: Forwarder {
         }
         // Settings are read in place through the snapshot (a class): binding `server` to a
         // local copied the whole `ServerConfig` per request, retaining its strings and arrays,
-        // and so did reading through the computed `snapshot.gateway`. The completion captures
-        // the body limit alone, and reaches metrics and logger through `context` on the error
-        // paths only (capturing them copied an existential per request).
+        // and so did reading through the computed `snapshot.gateway`. The two escaping closures
+        // capture the context alone, which then is their context object: capturing the
+        // request id, headers, decision, tenant, target and limit as well allocated a context
+        // for each, two per request. What they need is on the context (`tenant` and
+        // `upstreamTarget` are set here).
         let snapshot = context.snapshot
-        let bodyLimit = snapshot.config.gateway.server.maxProxyBodyBytes
         upstreams.maxIdlePerTarget = snapshot.config.gateway.proxy.upstreamKeepalive
         var hop = ClientHop(peerAddress: request.remoteAddress,
                             peerTrusted: snapshot.config.gateway.server.trusts(peer: request.remoteAddress),
                             requestID: context.requestID)
         if request.isSecure { hop.scheme = "https" }
         let policy = proxy.headers
-        let requestID = context.requestID
-        let extra = context.extraHeaders
-        let rateLimit = context.rateLimitDecision
+        context.tenant = tenant
+        context.upstreamTarget = proxy.target
         upstreams.forward(request, to: proxy.target,
                           timeouts: UpstreamTimeouts(connect: snapshot.config.gateway.server.timeouts.upstreamConnect,
                                                      response: snapshot.config.gateway.server.timeouts.upstreamResponse),
-                          maxBodyBytes: bodyLimit,
+                          maxBodyBytes: snapshot.config.gateway.server.maxProxyBodyBytes,
                           writeFields: { ForwardHeaders.request(request.headers, policy: policy, hop: hop, injected: injected, into: &$0) },
-                          responseFields: { ForwardHeaders.response($0, requestID: requestID, extra: extra, rateLimit: rateLimit,
-                                                                    into: &$1) }) {
-            outcome in
-            switch outcome {
-            case .completed(let status, let upstreamTime, _):
-                context.upstreamSeconds = upstreamTime.seconds
-                context.finished(status: status)
-            case .interrupted(let error, let status, let upstreamTime, _):
-                context.upstreamSeconds = upstreamTime.seconds
-                if error != .clientAborted {
-                    Self.count(error, tenant: tenant, context.services.metrics)
-                    Self.log(error, tenant: tenant, target: proxy.target, context.services.logger)
-                }
-                context.finished(status: status)
-            case .failed(.clientAborted):
-                context.finished(status: UpstreamError.clientAborted.status)
-            case .failed(let error):
-                Self.count(error, tenant: tenant, context.services.metrics)
-                Self.log(error, tenant: tenant, target: proxy.target, context.services.logger)
-                context.fail(Self.answer(for: error, limit: bodyLimit))
-            }
+                          responseFields: {
+                              ForwardHeaders.response($0, requestID: context.requestID, extra: context.extraHeaders,
+                                                      rateLimit: context.rateLimitDecision, into: &$1)
+                          },
+                          completion: { Self.finished(context, $0) })
+    }
+
+    /// How the exchange ended, recorded (and answered when nothing reached the client).
+    private static func finished(_ context: RequestContext, _ outcome: UpstreamOutcome) {
+        switch outcome {
+        case .completed(let status, let upstreamTime, _):
+            context.upstreamSeconds = upstreamTime.seconds
+            context.finished(status: status)
+        case .interrupted(let error, let status, let upstreamTime, _):
+            context.upstreamSeconds = upstreamTime.seconds
+            if error != .clientAborted { report(error, context) }
+            context.finished(status: status)
+        case .failed(.clientAborted):
+            context.finished(status: UpstreamError.clientAborted.status)
+        case .failed(let error):
+            report(error, context)
+            context.fail(Self.answer(for: error, limit: context.snapshot.config.gateway.server.maxProxyBodyBytes))
         }
+    }
+
+    /// Counts and logs an upstream failure of the tenant's request.
+    private static func report(_ error: UpstreamError, _ context: RequestContext) {
+        guard let tenant = context.tenant, let target = context.upstreamTarget else { return }
+        count(error, tenant: tenant, context.services.metrics)
+        log(error, tenant: tenant, target: target, context.services.logger)
     }
 
     /// The contract error for an upstream failure that happened before any response byte.

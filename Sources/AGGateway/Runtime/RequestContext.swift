@@ -18,6 +18,8 @@ final class RequestContext {
     var rateLimitDecision: TokenBucket.Decision?
     /// Time spent waiting for the upstream, for the access log.
     var upstreamSeconds: Double?
+    /// The upstream a proxied request went to, for the log of its failure.
+    var upstreamTarget: UpstreamTarget?
     /// The stable code of the error answered, for metrics and the access log.
     var errorCode: String?
     private var answered = false
