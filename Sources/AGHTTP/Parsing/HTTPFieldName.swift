@@ -102,19 +102,43 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
         return table
     }()
 
+    /// `candidates` and `spellingWords` as raw memory, copied once and never freed, for a
+    /// parser to fetch once per head: each access to a `static let` array goes through
+    /// `swift_once`, two per field (~20 % of a classification) when `classify` read them itself.
+    struct Tables: @unchecked Sendable {
+        // Invariant: both point to immutable copies that live as long as the process.
+        let candidates: UnsafePointer<UInt8>
+        let spellings: UnsafePointer<UInt64>
+    }
+
+    static let tables: Tables = {
+        let candidates = UnsafeMutablePointer<UInt8>.allocate(capacity: Self.candidates.count)
+        candidates.initialize(from: Self.candidates, count: Self.candidates.count)
+        let spellings = UnsafeMutablePointer<UInt64>.allocate(capacity: Self.spellingWords.count)
+        spellings.initialize(from: Self.spellingWords, count: Self.spellingWords.count)
+        return Tables(candidates: candidates, spellings: spellings)
+    }()
+
     /// Classifies `bytes[start..<end]`: `exact` compares ASCII case-insensitively, `lookalike`
     /// also reads `_` as `-` (what some frameworks do to names, and so what spoofing tries).
     static func classify(_ bytes: Span<UInt8>, _ start: Int, _ end: Int) -> (exact: HTTPFieldName, lookalike: HTTPFieldName) {
+        classify(bytes, start, end, tables)
+    }
+
+    /// `classify` with the tables fetched by the caller.
+    static func classify(_ bytes: Span<UInt8>, _ start: Int, _ end: Int, _ tables: Tables) -> (exact: HTTPFieldName, lookalike: HTTPFieldName) {
         let count = end - start
         guard count > 0, count <= maxLength else { return (.other, .other) }
-        let candidates = Self.candidates.span
+        // In bounds: `count` is at most `maxLength`, the tables hold every length's slots and
+        // every case's words.
+        let candidates = tables.candidates
         let first = candidates[count * slotsPerLength]
         guard first != 0 else { return (.other, .other) }
         var underscores: UInt64 = 0
         let word0 = folded(bytes, start, count, &underscores)
         let word1 = count > 8 ? folded(bytes, start + 8, count - 8, &underscores) : 0
         let word2 = count > 16 ? folded(bytes, start + 16, count - 16, &underscores) : 0
-        let spellings = Self.spellingWords.span
+        let spellings = tables.spellings
         for slot in (count * slotsPerLength)..<(count * slotsPerLength + slotsPerLength) {
             let raw = candidates[slot]
             if raw == 0 { break }

@@ -177,6 +177,7 @@ public enum HTTPHeadParser {
         let count = bytes.count
         list.removeAll(keepingCapacity: true)
         list.reserveCapacity(16)
+        let nameTables = HTTPFieldName.tables
         var position = lines.position
         while position < count {
             let first = bytes[position]
@@ -251,7 +252,7 @@ public enum HTTPHeadParser {
                 position = lines.position
                 continue
             }
-            let names = HTTPFieldName.classify(bytes, position, colon)
+            let names = HTTPFieldName.classify(bytes, position, colon, nameTables)
             list.append(HTTPField(name: names.exact, lookalike: names.lookalike, nameStart: Int32(position),
                                   nameEnd: Int32(colon), valueStart: Int32(valueStart), valueEnd: Int32(valueEnd)))
             position = index + 2
