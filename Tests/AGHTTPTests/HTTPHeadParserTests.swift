@@ -24,6 +24,28 @@ struct HTTPHeadParserTests {
         #expect(head.headers["empty"] == "")
     }
 
+    /// Case-insensitive comparison of a field's bytes with bytes and with text: equal in any
+    /// case, unequal by one byte or by length, and empty against empty (an empty field value
+    /// over an empty list element must not reach for a buffer that is not there).
+    @Test func fieldBytesCompareIgnoringCase() throws {
+        let head = try request("GET / HTTP/1.1\r\nHost: h\r\nConnection: Keep-Alive, CLOSE\r\nEmpty:\r\n\r\n")
+        let fields = head.headers
+        let connection = try #require(fields.first { $0.name == .connection })
+        var options: [Range<Int>] = []
+        fields.forEachListElement(of: connection) { options.append($0) }
+        #expect(options.count == 2)
+        #expect(fields.equalsIgnoringCase(options[0], Array("keep-alive".utf8)))
+        #expect(fields.equalsIgnoringCase(options[0], "KEEP-ALIVE"))
+        #expect(!fields.equalsIgnoringCase(options[0], Array("keep-alivf".utf8)))
+        #expect(!fields.equalsIgnoringCase(options[1], Array("clos".utf8)))
+        #expect(fields.equalsIgnoringCase(options[1], "close"))
+        let empty = try #require(fields.first { $0.nameRange.count == 5 && fields.equalsIgnoringCase($0.nameRange, "empty") })
+        #expect(fields.equalsIgnoringCase(empty.valueRange, [UInt8]()))
+        #expect(fields.equalsIgnoringCase(empty.valueRange, ""))
+        #expect(HTTPFields().equalsIgnoringCase(0..<0, [UInt8]()))
+        #expect(!HTTPFields().equalsIgnoringCase(0..<1, Array("a".utf8)))
+    }
+
     /// The path ends at the first `?`; the query is everything after it, empty or not.
     @Test func pathAndQuerySplitAtTheFirstQuestionMark() throws {
         let cases: [(target: String, path: String, query: String?)] = [

@@ -108,6 +108,7 @@ public struct HTTPFields: Sendable, RandomAccessCollection {
     /// Whether `storage[range]` equals `wanted` ASCII case-insensitively.
     public func equalsIgnoringCase(_ range: Range<Int>, _ wanted: [UInt8]) -> Bool {
         guard range.count == wanted.count, range.lowerBound >= 0, range.upperBound <= storage.count else { return false }
+        guard !wanted.isEmpty else { return true }
         // Both sides as raw buffers, bounds checked once above (per byte, the two checked
         // subscripts cost ~3 times the comparison: the bearer scheme and every `Connection`
         // option are compared per proxied request).
