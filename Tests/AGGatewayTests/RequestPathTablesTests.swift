@@ -142,13 +142,18 @@ import Testing
 
     /// The access log's line from constant fragments against the reference spelling through
     /// `JSONObjectWriter` (the harness's recording log), on
-    /// random lines: strings that need escaping and multi-byte ones, no code or upstream time,
-    /// negative and huge durations, times around second and epoch boundaries.
+    /// random lines: paths that need escaping and multi-byte ones, no code or upstream time,
+    /// negative and huge durations, times around second and epoch boundaries. Only the path
+    /// is a client's free choice; every other value is clean by construction and written
+    /// unscanned (`valuesWrittenUnscannedAreCleanByConstruction`), so they come from clean
+    /// texts here.
     @Test func accessLinesFromFragmentsSpellWhatTheJSONWriterSpells() {
         var generator = SystemRandomNumberGenerator()
-        let texts = ["", "GET", "/api/v1/x?y=1", "BENCHTEAM1.com.attestgate.bench", "proxy", "a\"b", "back\\slash",
-                     "tab\tnew\nline", "\u{01}\u{1F}", "é✓🚀", "127.0.0.1", "::1", "00000000-0000-4000-8000-000000000000"]
-        func text() -> String { texts.randomElement(using: &generator)! }
+        let cleanTexts = ["", "GET", "BENCHTEAM1.com.attestgate.bench", "proxy", "127.0.0.1", "::1",
+                          "00000000-0000-4000-8000-000000000000", "upstream_timeout"]
+        let paths = cleanTexts + ["/api/v1/x?y=1", "a\"b", "back\\slash", "tab\tnew\nline", "\u{01}\u{1F}", "é✓🚀"]
+        func text() -> String { cleanTexts.randomElement(using: &generator)! }
+        func path() -> String { paths.randomElement(using: &generator)! }
         let reference = RecordingAccessLog()
         var clock = RFC3339Clock()
         var time: Int64 = 1_796_022_230_000
@@ -156,7 +161,7 @@ import Testing
             time += Int64.random(in: -600...1_500, using: &generator)
             let line = AccessLine(
                 unixMilliseconds: round % 97 == 0 ? Int64.random(in: -5_000...5_000, using: &generator) : time,
-                requestID: text(), method: text(), path: Substring(text()), tenant: text(), route: text(),
+                requestID: text(), method: text(), path: Substring(path()), tenant: text(), route: text(),
                 status: [200, 204, 401, 429, 503, 0, -1].randomElement(using: &generator)!,
                 code: Bool.random(using: &generator) ? nil : text(),
                 durationMicroseconds: [0, 1, 999, 1_000, 173, 12_345_678, -5, Int.random(in: 0..<10_000_000, using: &generator),
@@ -167,6 +172,28 @@ import Testing
             var bytes: [UInt8] = []
             AccessLogBuffer.write(line, clock: &clock, to: &bytes)
             #expect(String(decoding: bytes, as: UTF8.self) == reference.lines.last, "\(line)")
+        }
+    }
+
+    /// The access-log values written without the escaping scan are clean by construction:
+    /// request ids (the client's only when `RequestID.isSane`, else a fresh UUID), methods
+    /// (token characters, the parser refuses anything else), client addresses (`inet_ntop`
+    /// text) and the gateway's own error codes. (Routes are string constants; App IDs pass the
+    /// config's team-ID and bundle-ID checks.) Debug builds also assert it on every line.
+    @Test func valuesWrittenUnscannedAreCleanByConstruction() throws {
+        let source = RequestIDSource()
+        for offered in [nil, "", "a\"b", "x\\y", "line\nbreak", "\u{01}", "é", "ok-id_1.2:3", String(repeating: "a", count: 200)] {
+            let id = source.resolve(offered)
+            #expect(JSONBytes.needsNoEscaping(id), "\(String(describing: offered)) -> \(id)")
+        }
+        let method = "!#$%&'*+-.^_`|~09AZaz"
+        let head = try HTTPHeadParser.parseRequest(Array("\(method) / HTTP/1.1\r\nHost: h\r\n\r\n".utf8))
+        #expect(head.method == method && JSONBytes.needsNoEscaping(head.method))
+        for address in ["127.0.0.1", "::1", "2001:db8::1", "255.255.255.255"] {
+            #expect(JSONBytes.needsNoEscaping(try #require(IPAddress(address)).description))
+        }
+        for error in [GatewayError.upstreamTimeout, .upstreamUnavailable, .routeNotFound, .deviceRevoked, .payloadTooLarge(limit: 1)] {
+            #expect(JSONBytes.needsNoEscaping(error.code))
         }
     }
 }
