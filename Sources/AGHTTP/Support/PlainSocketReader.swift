@@ -151,8 +151,9 @@ final class PlainSocketReader {
     }
 
     /// Microseconds on the coarse monotonic clock: the time of the kernel's last tick (1–4 ms
-    /// grain), read from the vDSO in ~4 ns (the precise clock takes ~25). Deadlines are noted
-    /// up to a tick early; the timer itself runs on libevent's precise clock.
+    /// grain), read from the vDSO in ~4 ns (the precise clock takes ~25). Times are noted up to
+    /// a tick early and the timer runs on libevent's precise clock, so a timeout fires within a
+    /// tick of its deadline, either side.
     static func now() -> Int64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
