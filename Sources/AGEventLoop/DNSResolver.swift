@@ -108,21 +108,16 @@ public final class DNSResolver {
         //   thread (or it has not started): free now;
         // - otherwise (released on another thread): free on the loop thread.
         if isShutDown { return }
-        let base = EVDNSBase(pointer: evdns)
-        let lookups = AbandonedLookups(lookups: Array(inFlight.values))
+        let teardown = EVDNSTeardown(base: evdns, lookups: Array(inFlight.values))
         if lifetime.ended.load(ordering: .acquiring) {
-            lookups.abandon()
+            teardown.abandonLookups()
             return
         }
         guard let loop, !loop.isOwnedByCurrentThread else {
-            evdns_base_free(base.pointer, 0)
-            lookups.abandon()
+            teardown.run()
             return
         }
-        loop.executeCleanup {
-            evdns_base_free(base.pointer, 0)
-            lookups.abandon()
-        }
+        loop.executeCleanup { teardown.run() }
     }
 
     /// Frees the evdns base at once, on the loop's thread after `run()` returned and before the
@@ -133,9 +128,7 @@ public final class DNSResolver {
     func shutDown() {
         guard !isShutDown else { return }
         isShutDown = true
-        // 0: no DNS_ERR_SHUTDOWN callbacks, which the stopped loop would never run anyway.
-        evdns_base_free(evdns, 0)
-        for lookup in inFlight.values { lookup.abandon() }
+        EVDNSTeardown(base: evdns, lookups: Array(inFlight.values)).run()
         inFlight.removeAll()
     }
 
@@ -234,19 +227,23 @@ extension EventLoop {
     }
 }
 
-/// An `evdns_base` pointer carried to the loop thread to be freed there.
-private struct EVDNSBase: @unchecked Sendable {
-    // Invariant: used exactly once, by the evdns_base_free that the resolver's deinit schedules.
-    let pointer: OpaquePointer
-}
-
-/// A released resolver's lookups in flight, carried to where its evdns base is freed.
-private struct AbandonedLookups: @unchecked Sendable {
-    // Invariant: touched only by that one cleanup, on the loop's thread or once the loop is
-    // gone (the lookups are loop-bound).
+/// A resolver's evdns base and its lookups in flight, let go together: the base freed without
+/// failing its queries (fail_requests 0: failing them defers callbacks to a loop iteration that
+/// may never come), then the lookups abandoned. Carried to the loop thread when the resolver
+/// goes elsewhere.
+private struct EVDNSTeardown: @unchecked Sendable {
+    // Invariant: run once, on the loop's thread (or once the loop stopped, or before it
+    // started): the base and the lookups are loop-bound.
+    let base: OpaquePointer
     let lookups: [DNSLookup]
 
-    func abandon() {
+    func run() {
+        evdns_base_free(base, 0)
+        abandonLookups()
+    }
+
+    /// Only the lookups: for a base whose event base is gone (freeing it would touch that).
+    func abandonLookups() {
         for lookup in lookups { lookup.abandon() }
     }
 }
