@@ -20,8 +20,8 @@ final class UpstreamForwarder: Forwarder {
         // and so did reading through the computed `snapshot.gateway`. The two escaping closures
         // capture the context alone, which then is their context object: capturing the
         // request id, headers, decision, tenant, target and limit as well allocated a context
-        // for each, two per request. What they need is on the context (`tenant` and
-        // `upstreamTarget` are set here).
+        // for each, two per request. What they need is on the context (`tenant`, set by the
+        // proxy handler's dispatch; `upstreamTarget`, set here).
         let snapshot = context.snapshot
         upstreams.maxIdlePerTarget = snapshot.config.gateway.proxy.upstreamKeepalive
         var hop = ClientHop(peerAddress: request.remoteAddress,
@@ -29,7 +29,6 @@ final class UpstreamForwarder: Forwarder {
                             requestID: context.requestID)
         if request.isSecure { hop.scheme = "https" }
         let policy = proxy.headers
-        context.tenant = tenant
         context.upstreamTarget = proxy.target
         upstreams.forward(request, to: proxy.target,
                           timeouts: UpstreamTimeouts(connect: snapshot.config.gateway.server.timeouts.upstreamConnect,

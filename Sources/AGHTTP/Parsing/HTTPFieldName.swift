@@ -78,12 +78,14 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
     /// Every case's lower-case spelling as three little-endian words, zero-padded (a name is
     /// at most `maxLength` = 19 bytes), by raw value: a name is classified by comparing whole
     /// words, not bytes.
-    static let spellingWords: [UInt64] = allCases.flatMap { name -> [UInt64] in
-        let bytes = Array(name.text.lowercased().utf8)
-        return (0..<wordsPerName).map { index in
-            var word: UInt64 = 0
-            for (offset, byte) in bytes.dropFirst(index * 8).prefix(8).enumerated() { word |= UInt64(byte) << (8 * UInt64(offset)) }
-            return word
+    private static var spellingWords: [UInt64] {
+        allCases.flatMap { name -> [UInt64] in
+            let bytes = Array(name.text.lowercased().utf8)
+            return (0..<wordsPerName).map { index in
+                var word: UInt64 = 0
+                for (offset, byte) in bytes.dropFirst(index * 8).prefix(8).enumerated() { word |= UInt64(byte) << (8 * UInt64(offset)) }
+                return word
+            }
         }
     }
     static let wordsPerName = 3
@@ -92,7 +94,7 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
     /// fields cost one table look-up and at most three word comparisons.
     static let slotsPerLength = 3
     static let maxLength = 19
-    static let candidates: [UInt8] = {
+    private static var candidates: [UInt8] {
         var table = [UInt8](repeating: 0, count: (maxLength + 1) * slotsPerLength)
         for name in allCases where name != .other {
             let base = name.text.utf8.count * slotsPerLength
@@ -100,9 +102,9 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
             table[slot] = name.rawValue
         }
         return table
-    }()
+    }
 
-    /// `candidates` and `spellingWords` as raw memory, copied once and never freed, for a
+    /// `candidates` and `spellingWords`, built once as raw memory that is never freed, for a
     /// parser to fetch once per head: each access to a `static let` array goes through
     /// `swift_once`, two per field (~20 % of a classification) when `classify` read them itself.
     struct Tables: @unchecked Sendable {
@@ -112,10 +114,12 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
     }
 
     static let tables: Tables = {
-        let candidates = UnsafeMutablePointer<UInt8>.allocate(capacity: Self.candidates.count)
-        candidates.initialize(from: Self.candidates, count: Self.candidates.count)
-        let spellings = UnsafeMutablePointer<UInt64>.allocate(capacity: Self.spellingWords.count)
-        spellings.initialize(from: Self.spellingWords, count: Self.spellingWords.count)
+        let candidateTable = Self.candidates
+        let candidates = UnsafeMutablePointer<UInt8>.allocate(capacity: candidateTable.count)
+        candidates.initialize(from: candidateTable, count: candidateTable.count)
+        let spellingTable = Self.spellingWords
+        let spellings = UnsafeMutablePointer<UInt64>.allocate(capacity: spellingTable.count)
+        spellings.initialize(from: spellingTable, count: spellingTable.count)
         return Tables(candidates: candidates, spellings: spellings)
     }()
 

@@ -97,12 +97,7 @@ public struct HTTPFields: Sendable, RandomAccessCollection {
         }) {
             return equal
         }
-        var index = range.lowerBound
-        for byte in text.utf8 {
-            if lowered(bytes[index]) != lowered(byte) { return false }
-            index += 1
-        }
-        return true
+        return equalsIgnoringCase(range, Array(text.utf8))
     }
 
     /// Whether `storage[range]` equals `wanted` ASCII case-insensitively.
