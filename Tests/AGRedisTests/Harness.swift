@@ -52,18 +52,10 @@ struct ClientHarness: Sendable {
     }
 
     func waitUntil(_ expected: RedisConnectionState, within limit: Duration = .seconds(10)) async throws {
-        let deadline = ContinuousClock.now + limit
-        while await state != expected {
-            guard ContinuousClock.now < deadline else {
-                // A loaded machine can starve this task past the deadline between two looks:
-                // the state then gets one more look before the wait counts as failed.
-                if await state == expected { return }
-                let lastError = await loop.submit { _ in client.value.lastError }
-                Issue.record("client never reached \(expected); last error: \(lastError ?? "none")")
-                throw HarnessTimeout()
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        guard try await !poll(within: limit, { await state == expected }) else { return }
+        let lastError = await loop.submit { _ in client.value.lastError }
+        Issue.record("client never reached \(expected); last error: \(lastError ?? "none")")
+        throw HarnessTimeout()
     }
 
     func close() async {

@@ -67,21 +67,14 @@ import Testing
 
             var failures = 0
             var slowest = Duration.zero
-            var recovered = false
-            let deadline = ContinuousClock.now + .seconds(30)
-            while ContinuousClock.now < deadline {
+            let recovered = try await poll(within: .seconds(30), every: .milliseconds(20)) {
                 let (result, elapsed) = await redis.timedSend(["INCR", key])
                 slowest = max(slowest, elapsed)
-                switch result {
-                case .success: break
-                case .failure: failures += 1
-                }
                 #expect((try? await redis.send(["SET", bystander, "x"]).get()) == .status("OK"))
-                if failures > 0, case .success = result {
-                    recovered = true
-                    break
+                switch result {
+                case .success: return failures > 0
+                case .failure: failures += 1; return false
                 }
-                try await Task.sleep(for: .milliseconds(20))
             }
             #expect(recovered, "the client never reached the promoted replica")
             #expect(failures > 0, "the killed primary's slots failed while the replica was promoted")

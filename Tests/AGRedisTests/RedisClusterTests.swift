@@ -157,14 +157,11 @@ func redirects(on port: Int) throws -> Int {
         .compactMap { $0.split(separator: "=").last.flatMap { Int($0) } }.reduce(0, +)
 }
 
-/// Polls `condition` every 10 ms until it holds; records an issue and throws after `limit`.
+/// Polls `condition` every 10 ms until it holds; records an issue and throws once a look begun
+/// after `limit` still found it false (`poll`).
 func waitUntil(within limit: Duration, _ what: String = "condition", _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + limit
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("\(what) did not hold within \(limit)")
-            throw HarnessTimeout()
-        }
-        try await Task.sleep(for: .milliseconds(10))
+    guard try await poll(within: limit, condition) else {
+        Issue.record("\(what) did not hold within \(limit)")
+        throw HarnessTimeout()
     }
 }

@@ -86,13 +86,13 @@ import Testing
             set.kill(victim)
             var failures = 0
             var slowest = Duration.zero
-            var recovered = false
-            let deadline = ContinuousClock.now + .seconds(40)
-            while ContinuousClock.now < deadline {
+            let recovered = try await poll(within: .seconds(40), every: .milliseconds(20)) {
                 let (result, elapsed) = await redis.timedSend(["INCR", key])
                 slowest = max(slowest, elapsed)
-                if case .failure = result { failures += 1 } else if failures > 0 { recovered = true; break }
-                try await Task.sleep(for: .milliseconds(20))
+                switch result {
+                case .success: return failures > 0
+                case .failure: failures += 1; return false
+                }
             }
             #expect(recovered, "the client never reached the promoted replica")
             #expect(failures > 0)

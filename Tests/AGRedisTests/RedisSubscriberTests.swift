@@ -100,14 +100,11 @@ import Testing
                         // The abandoned connection's close reaches the resumed server asynchronously,
                         // and on a loaded machine the 200 ms health check may cycle the connection once
                         // more: publish until exactly one subscription receives it.
-                        let deadline = ContinuousClock.now + .seconds(10)
                         var receivers: RedisValue = 0
-                        while ContinuousClock.now < deadline {
-                            if try await publisher.value(["PUBSUB", "NUMSUB", "ag:events"]) == ["ag:events", 1] {
-                                receivers = try await publisher.value(["PUBLISH", "ag:events", "still-listening"])
-                                if receivers == 1 { break }
-                            }
-                            try await Task.sleep(for: .milliseconds(10))
+                        _ = try await poll(within: .seconds(10)) {
+                            guard try await publisher.value(["PUBSUB", "NUMSUB", "ag:events"]) == ["ag:events", 1] else { return false }
+                            receivers = try await publisher.value(["PUBLISH", "ag:events", "still-listening"])
+                            return receivers == 1
                         }
                         return receivers
                     }
@@ -200,24 +197,16 @@ import Testing
     }
 
     private func waitUntil(_ subscriber: LoopBound<RedisSubscriber>, is expected: RedisConnectionState) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while await subscriber.loop.submit({ _ in subscriber.value.state }) != expected {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("subscriber never reached \(expected)")
-                throw HarnessTimeout()
-            }
-            try await Task.sleep(for: .milliseconds(10))
+        guard try await poll(within: .seconds(10), { await subscriber.loop.submit({ _ in subscriber.value.state }) == expected }) else {
+            Issue.record("subscriber never reached \(expected)")
+            throw HarnessTimeout()
         }
     }
 
     private func waitUntil(_ subscriber: LoopBound<RedisSubscriber>, isNot left: RedisConnectionState) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while await subscriber.loop.submit({ _ in subscriber.value.state }) == left {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("subscriber never left \(left)")
-                throw HarnessTimeout()
-            }
-            try await Task.sleep(for: .milliseconds(10))
+        guard try await poll(within: .seconds(10), { await subscriber.loop.submit({ _ in subscriber.value.state }) != left }) else {
+            Issue.record("subscriber never left \(left)")
+            throw HarnessTimeout()
         }
     }
 }

@@ -30,3 +30,20 @@ public func eventually(_ seconds: Double = 5, _ condition: () async throws -> Bo
 func sanitizerWindow(_ seconds: Double) -> Double {
     TestBuild.sanitizer == nil ? seconds : seconds * 4
 }
+
+/// Runs `look` every `interval` until it returns true, or until a look that began after `limit`
+/// returned false; returns whether it held. Every deadline-bound polling loop of the async tests
+/// goes through here: the test task runs on the cooperative pool (two threads on a two-core
+/// machine, shared with tests that block theirs), so it can wake from a sleep long past its
+/// deadline — a loop that then gave up without a last look failed on a condition that had held
+/// for seconds (`RedisClusterTests`' subscriber, three times in CI and sanitizer runs).
+public func poll(within limit: Duration, every interval: Duration = .milliseconds(10),
+                 _ look: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while true {
+        let late = ContinuousClock.now >= deadline
+        if try await look() { return true }
+        if late { return false }
+        try await Task.sleep(for: interval)
+    }
+}

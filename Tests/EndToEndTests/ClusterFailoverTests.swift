@@ -105,15 +105,10 @@ import Testing
 
     private func waitFor(_ log: RefreshLog, _ what: String, within limit: Duration = .seconds(30),
                          _ condition: (RefreshLog.Snapshot) throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while try !condition(log.snapshot) {
-            guard ContinuousClock.now < deadline else {
-                log.stop()
-                Issue.record("\(what): not reached within \(limit); \(log.snapshot.statuses)")
-                throw FailoverTimeout()
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        guard try await !poll(within: limit, every: .milliseconds(20), { try condition(log.snapshot) }) else { return }
+        log.stop()
+        Issue.record("\(what): not reached within \(limit); \(log.snapshot.statuses)")
+        throw FailoverTimeout()
     }
 }
 
