@@ -124,25 +124,35 @@ public final class RecordingUpstream: Sendable {
     /// `http://<address>:<port>`.
     public var url: String { "http://\(address):\(port)" }
 
-    /// Stops accepting and cuts every open connection. Idempotent: closing the listener twice
-    /// could close a descriptor another test has since been given.
+    /// Stops accepting and cuts every open connection. Idempotent.
+    ///
+    /// A descriptor is shut down here only while this server still owns its number: the
+    /// connections under the lock (a connection thread leaves the set under it before it
+    /// closes), and the listener is closed by the accept thread alone, once `accept` has
+    /// failed. (It was closed here while the accept thread could still be between two calls:
+    /// its next `accept` then took a connection from whichever other test had been given the
+    /// number, and closed it — a client elsewhere saw "connection closed before the response
+    /// was complete".)
     public func stop() {
-        let (open, wasStopped) = state.withLock { state -> (Set<Int32>, Bool) in
-            defer { state.stopped = true }
-            return (state.open, state.stopped)
+        state.withLock { state in
+            guard !state.stopped else { return }
+            state.stopped = true
+            shutdown(listener, Int32(SHUT_RDWR))
+            for fd in state.open { shutdown(fd, Int32(SHUT_RDWR)) }
         }
-        guard !wasStopped else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
+        defer { close(listener) }
         while true {
             let fd = accept(listener, nil, nil)
             guard fd >= 0 else {
-                if errno == EINTR { continue }
-                return
+                // Only `stop()` ends the loop: the listener must stay open (its number ours)
+                // until it has been shut down. Other failures (EMFILE…) are retried.
+                let failure = errno
+                if state.withLock({ $0.stopped }) { return }
+                if failure != EINTR && failure != ECONNABORTED { usleep(1000) }
+                continue
             }
             let number = state.withLock { state -> Int? in
                 guard !state.stopped else { return nil }
