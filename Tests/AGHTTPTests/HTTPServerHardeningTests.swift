@@ -141,6 +141,39 @@ import Testing
         #expect(response.text == "3000")
     }
 
+    /// An answer whose head and small body leave from the head writer in one send never
+    /// overtakes an answer still queued. The second of three pipelined requests is answered
+    /// (small) only after the client has read part of the first answer (8 MiB: a loopback
+    /// socket takes ~4 MiB from a peer that does not read, the rest waits in the output), so
+    /// the socket has room again while output is queued; every answer must arrive whole and in
+    /// order. (Fails when a small answer is sent straight while output is queued.)
+    @Test func smallAnswersNeverOvertakeQueuedOnes() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.maxPendingOutput = 64 * 1024 * 1024
+        let server = try TestServer(configuration) { request in
+            let index = Int(request.path.dropFirst()) ?? 0
+            // The loop waits here while the client reads (the socket drains; nothing refills it).
+            if index == 1 { usleep(500_000) }
+            request.respond(status: 200, headers: HTTPHeaders(), body: Self.pipelinedAnswer(index))
+        }
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 3)
+        let count = 3
+        client.write((0..<count).map { "GET /\($0) HTTP/1.1\r\nHost: h\r\n\r\n" }.joined())
+        for index in 0..<count {
+            let response = try #require(client.readResponse())
+            #expect(response.status == 200)
+            // Compared outside the expectation: a failure would print megabytes of operands.
+            let intact = response.body == Self.pipelinedAnswer(index)
+            #expect(intact, "answer \(index): \(response.body.count) bytes, ends with \(response.body.suffix(12))")
+        }
+    }
+
+    /// Even answers are 8 MiB, odd ones 10 bytes; each of its own letter.
+    private static func pipelinedAnswer(_ index: Int) -> [UInt8] {
+        [UInt8](repeating: UInt8(ascii: "a") + UInt8(index % 26), count: index % 2 == 0 ? 8 << 20 : 10)
+    }
+
     @Test func pipeliningClientThatNeverReadsIsBoundedAndTimedOut() throws {
         var configuration = HTTPServerConfiguration()
         configuration.writeTimeout = .milliseconds(500)

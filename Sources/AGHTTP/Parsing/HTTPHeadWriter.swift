@@ -1,3 +1,5 @@
+internal import CEvent
+
 /// Builds an outbound message head as bytes in one buffer, so the whole head goes out with one
 /// `evbuffer_add` and one write. Fields the proxy does not touch are appended as the byte
 /// ranges they arrived as; nothing becomes a `String` on the way.
@@ -109,6 +111,13 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
 
     public mutating func append(_ text: StaticString) {
         append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// Moves `length` bytes from the front of `buffer` to the end of the writer.
+    mutating func appendRemoving(_ length: Int, from buffer: OpaquePointer) {
+        reserve(length)
+        let moved = evbuffer_remove(buffer, base + count, length)
+        if moved > 0 { count += Int(moved) }
     }
 
     public mutating func append(byte: UInt8) {

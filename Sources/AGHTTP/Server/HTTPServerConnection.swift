@@ -24,8 +24,12 @@ final class HTTPServerConnection {
     let remoteAddress: String
     /// The connection is TLS (the request's `isSecure`, `X-Forwarded-Proto: https`).
     let isSecure: Bool
-    let output: OpaquePointer
+    /// The bufferevent's output; others reach it through `output`, which queues a pending head
+    /// first.
+    private let queued: OpaquePointer
     let input: OpaquePointer
+    /// The bufferevent's socket (fetched once: `bufferevent_getfd` takes its lock).
+    private let descriptor: Int32
     /// Accepted through the process's reserved descriptor (given back when closed).
     let reserved: Bool
     private(set) var current: HTTPServerRequest?
@@ -37,8 +41,13 @@ final class HTTPServerConnection {
     private var headStorage: [UInt8] = []
     /// The current head's field list, likewise.
     private var fieldList: [HTTPField] = []
-    /// Response heads are built here, then added to the output in one piece.
+    /// Response heads are built here, then added to the output in one piece — or, on a plain
+    /// socket with nothing queued, sent from here with a small body (`headPending`).
     private var writer = HTTPHeadWriter(capacity: 0)
+    /// The head in `writer` is not queued yet: `flushOutput` sends it, with the body bytes
+    /// `appendBody` put behind it, in one `send`. Anything else that touches the output queues
+    /// it first (`output`), so nothing ever overtakes it.
+    private var headPending = false
     /// Fires at the head deadline, and at the end of each body-rate window.
     private var deadline: EventTimer?
     /// Body bytes seen when the current body-rate window started.
@@ -76,7 +85,20 @@ final class HTTPServerConnection {
         }
         self.bev = bev
         self.input = bufferevent_get_input(bev)
-        self.output = bufferevent_get_output(bev)
+        self.queued = bufferevent_get_output(bev)
+        descriptor = fd
+    }
+
+    /// The output buffer, with a pending head queued in it first.
+    var output: OpaquePointer {
+        queuePendingHead()
+        return queued
+    }
+
+    private func queuePendingHead() {
+        guard headPending else { return }
+        headPending = false
+        writer.withUnsafeBytes { _ = evbuffer_add(queued, $0.baseAddress, $0.count) }
     }
 
     /// Reached without `close()` only when the server itself is dropped: the bufferevent must
@@ -111,7 +133,7 @@ final class HTTPServerConnection {
             bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
             return
         }
-        reader = PlainSocketReader(base: server.loop.base, fd: bufferevent_getfd(bev), input: input,
+        reader = PlainSocketReader(base: server.loop.base, fd: descriptor, input: input,
                                    limit: configuration.readHighWatermark,
                                    onReadable: { [unowned self] in withExtendedLifetime(self) { self.readable() } },
                                    onEvent: { [unowned self] events in withExtendedLifetime(self) { self.event(events) } })
@@ -131,10 +153,20 @@ final class HTTPServerConnection {
     /// On TLS, EV_WRITE stays enabled and libevent encrypts and writes what is queued (it arms
     /// the write event, with its timeout, only when output arrives in an empty buffer).
     func flushOutput() {
-        guard let bev, !isSecure, evbuffer_get_length(output) > 0 else { return }
+        guard let bev, !isSecure else { return }
+        if headPending {
+            // Nothing is queued (a head is kept back only then, and every other write queues
+            // it first): the head and its body leave from the writer in one send.
+            headPending = false
+            if writer.withUnsafeBytes({ sendOrQueue($0, to: descriptor, queueingIn: queued) }) {
+                bufferevent_enable(bev, Int16(EV_WRITE))
+            }
+            return
+        }
+        guard evbuffer_get_length(queued) > 0 else { return }
         guard bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 else { return }
-        writeQueuedOutput(output, to: bufferevent_getfd(bev))
-        if evbuffer_get_length(output) > 0 {
+        writeQueuedOutput(queued, to: descriptor)
+        if evbuffer_get_length(queued) > 0 {
             bufferevent_enable(bev, Int16(EV_WRITE))
         }
     }
@@ -145,11 +177,43 @@ final class HTTPServerConnection {
         HTTPHeadParser.boundary(storage.span) == .bareLineFeed
     }
 
-    /// Builds a head with the connection's writer and queues it in one piece.
+    /// Builds a head with the connection's writer. On a plain socket with nothing queued and
+    /// no write armed it is kept back for `flushOutput` to send with the body; otherwise
+    /// queued in one piece.
     func writeHead(_ build: (inout HTTPHeadWriter) -> Void) {
+        queuePendingHead()
         writer.reset()
         build(&writer)
-        writer.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
+        if let bev, !isSecure, evbuffer_get_length(queued) == 0, bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 {
+            headPending = true
+        } else {
+            writer.withUnsafeBytes { _ = evbuffer_add(queued, $0.baseAddress, $0.count) }
+        }
+    }
+
+    /// Body bytes a pending head may carry along in its send; larger bodies are queued behind
+    /// it (the writer, and its capacity, stay small).
+    static let bodyBytesSentWithHead = 4096
+
+    /// Appends response body bytes, draining `buffer`: behind a pending head in the writer
+    /// when they are few, else queued.
+    func appendBody(_ buffer: OpaquePointer) {
+        let length = evbuffer_get_length(buffer)
+        if headPending, length <= Self.bodyBytesSentWithHead {
+            writer.appendRemoving(length, from: buffer)
+        } else {
+            evbuffer_add_buffer(output, buffer)
+        }
+    }
+
+    /// Appends response body bytes: behind a pending head in the writer when they are few,
+    /// else queued.
+    func appendBody(_ bytes: [UInt8]) {
+        if headPending, bytes.count <= Self.bodyBytesSentWithHead {
+            writer.append(bytes)
+        } else {
+            evbuffer_add_bytes(output, bytes)
+        }
     }
 
     /// Which read timeout runs: none (a handler is answering), the request's (head and body
@@ -229,7 +293,7 @@ final class HTTPServerConnection {
         parsingInput = true
         defer { parsingInput = false }
         while current == nil, machine.state == .idle || machine.state == .readingHead, evbuffer_get_length(input) > 0 {
-            guard evbuffer_get_length(output) <= configuration.maxPendingOutput else { return }
+            guard evbuffer_get_length(queued) + (headPending ? writer.count : 0) <= configuration.maxPendingOutput else { return }
             guard parseHead() else { return }
         }
     }

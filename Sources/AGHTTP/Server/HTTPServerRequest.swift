@@ -120,7 +120,7 @@ public final class HTTPServerRequest {
             if !keepAlive { writer.appendField(.connection, "close") }
             writer.appendCRLF()
         }
-        if hasBody { evbuffer_add_bytes(connection.output, body) }
+        if hasBody { connection.appendBody(body) }
         connection.responseFinished(self)
     }
 
@@ -171,7 +171,7 @@ public final class HTTPServerRequest {
         if chunked {
             ChunkedEncoder.writeChunk(from: buffer, to: connection.output)
         } else {
-            evbuffer_add_buffer(connection.output, buffer)
+            connection.appendBody(buffer)
         }
         connection.flushOutput()
     }

@@ -16,6 +16,8 @@ final class UpstreamConnection {
     private weak var pool: UpstreamPool?
     let endpoint: UpstreamEndpoint
     private var bev: OpaquePointer?
+    /// The bufferevent's socket (fetched once: `bufferevent_getfd` takes its lock).
+    private let descriptor: Int32
     /// The connection speaks TLS.
     let isSecure: Bool
     let input: OpaquePointer
@@ -72,6 +74,7 @@ final class UpstreamConnection {
             throw .connectFailed("cannot create the upstream connection")
         }
         self.bev = bev
+        descriptor = fd
         input = bufferevent_get_input(bev)
         output = bufferevent_get_output(bev)
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -90,7 +93,7 @@ final class UpstreamConnection {
             // bufferevent may decrypt several records before it calls back).
             bufferevent_setwatermark(bev, Int16(EV_READ), 0, pool.configuration.highWatermark)
         } else {
-            reader = PlainSocketReader(base: pool.loop.base, fd: bufferevent_getfd(bev), input: input,
+            reader = PlainSocketReader(base: pool.loop.base, fd: descriptor, input: input,
                                        limit: pool.configuration.highWatermark,
                                        onReadable: { [unowned self] in withExtendedLifetime(self) { self.readable() } },
                                        onEvent: { [unowned self] events in withExtendedLifetime(self) { self.event(events) } })
@@ -163,9 +166,23 @@ final class UpstreamConnection {
     func flushOutput() {
         guard let bev, connected, !isSecure, evbuffer_get_length(output) > 0 else { return }
         if bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 {
-            writeQueuedOutput(output, to: bufferevent_getfd(bev))
+            writeQueuedOutput(output, to: descriptor)
         }
         if evbuffer_get_length(output) > 0 {
+            bufferevent_enable(bev, Int16(EV_WRITE))
+        }
+    }
+
+    /// Writes `bytes` behind whatever is queued: on a connected plain socket with nothing
+    /// queued, straight from the caller's buffer (`sendOrQueue`); otherwise queued and flushed.
+    func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let bev, connected, !isSecure, evbuffer_get_length(output) == 0,
+              bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 else {
+            evbuffer_add(output, bytes.baseAddress, bytes.count)
+            flushOutput()
+            return
+        }
+        if sendOrQueue(bytes, to: descriptor, queueingIn: output) {
             bufferevent_enable(bev, Int16(EV_WRITE))
         }
     }

@@ -129,8 +129,7 @@ final class UpstreamExchange {
             connection.setTimeouts(read: nil, write: timeouts.response)
         }
         connection.setReading(true)
-        head.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
-        connection.flushOutput()
+        head.withUnsafeBytes { connection.write($0) }
         guard request.framing != .none else { return }
         if !bodyStreamStarted {
             bodyStreamStarted = true
