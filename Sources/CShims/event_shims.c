@@ -35,6 +35,17 @@ void ag_wake_drain(int fd) {
     (void)!read(fd, &count, sizeof count);
 }
 
+long ag_read_socket_small(struct evbuffer *buffer, int fd, unsigned long limit) {
+    unsigned char scratch[4096];
+    size_t want = limit < sizeof scratch ? (size_t)limit : sizeof scratch;
+    ssize_t got = read(fd, scratch, want);
+    if (got > 0 && evbuffer_add(buffer, scratch, (size_t)got) != 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return got;
+}
+
 long ag_read_socket(struct evbuffer *buffer, int fd, unsigned long limit) {
     struct evbuffer_iovec space[2];
     int count = evbuffer_reserve_space(buffer, (ev_ssize_t)limit, space, 2);

@@ -32,6 +32,10 @@ import Glibc
 final class PlainSocketReader {
     /// The most one read takes (libevent's own reads take at most 4 KiB).
     static let maxRead = 16 * 1024
+    /// The most a small read takes (`ag_read_socket_small`). A connection reads small — heads,
+    /// small bodies — until a read fills that, then straight into the input up to `maxRead`
+    /// until a read comes back under it: bulk bodies are not copied twice.
+    static let smallRead = 4 * 1024
 
     private let fd: Int32
     private let input: OpaquePointer
@@ -50,6 +54,8 @@ final class PlainSocketReader {
     private(set) var isEnabled = false
     /// The input is at the limit: the event is off until it drains.
     private var suspended = false
+    /// The last read filled `smallRead`: read straight into the input.
+    private var bulk = false
     /// The input-buffer callback that ends a suspension (evbuffer_cb_entry).
     private var drainWatch: OpaquePointer?
     private let onReadable: () -> Void
@@ -166,8 +172,10 @@ final class PlainSocketReader {
             suspend()
             return
         }
-        let got = ag_read_socket(input, fd, UInt(min(room, Self.maxRead)))
+        let got = bulk ? ag_read_socket(input, fd, UInt(min(room, Self.maxRead)))
+                       : ag_read_socket_small(input, fd, UInt(min(room, Self.smallRead)))
         if got > 0 {
+            bulk = got >= Self.smallRead
             if timeout != nil { lastProgress = Self.now() }
             onReadable()
             if event != nil, !suspended, evbuffer_get_length(input) >= limit { suspend() }

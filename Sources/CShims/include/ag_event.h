@@ -25,4 +25,9 @@ struct evbuffer;
 /// Reads at most `limit` bytes from `fd` into the end of `buffer` with one readv (no FIONREAD
 /// query first): the count read, 0 at end of stream, -1 with errno on failure.
 long ag_read_socket(struct evbuffer *buffer, int fd, unsigned long limit);
+/// `ag_read_socket` for small reads (at most 4 KiB): into a stack buffer with one read, then
+/// copied to the end of `buffer`, whose new chain (if it needs one) is then small. Reserving
+/// space first made a chain of the full read size (16 KiB), which malloc serves from its bins
+/// rather than its per-thread cache, on every request.
+long ag_read_socket_small(struct evbuffer *buffer, int fd, unsigned long limit);
 #endif
