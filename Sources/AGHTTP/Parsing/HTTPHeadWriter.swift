@@ -1,8 +1,9 @@
 internal import CEvent
 
 /// Builds an outbound message head as bytes in one buffer, so the whole head goes out with one
-/// `evbuffer_add` and one write. Fields the proxy does not touch are appended as the byte
-/// ranges they arrived as; nothing becomes a `String` on the way.
+/// write: a `send` straight from here when nothing is queued on the connection (with a small
+/// body appended behind it), else one `evbuffer_add`. Fields the proxy does not touch are
+/// appended as the byte ranges they arrived as; nothing becomes a `String` on the way.
 ///
 /// A writer kept by a connection or a pool is `reset()` and reused: its buffer keeps its
 /// capacity, so a steady load writes heads without allocating. (A worker's access log batches
