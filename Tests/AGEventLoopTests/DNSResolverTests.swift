@@ -128,7 +128,7 @@ import Testing
     /// A name server that is no address is refused when the resolver is made, and the refused
     /// resolver frees its evdns base once (its `deinit` runs on the thrown-away object too).
     @Test func aNameServerThatIsNoAddressIsRefused() async throws {
-        try await TestEventLoop.with { loop in
+        await TestEventLoop.with { loop in
             let refusal = await loop.submit { base -> String? in
                 do {
                     _ = try DNSResolver(loop: base, configuration: .init(nameservers: ["127.0.0.1", "dns.internal"], hostsFile: nil))

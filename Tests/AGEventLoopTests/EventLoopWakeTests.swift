@@ -13,7 +13,7 @@ import Testing
     /// thread: wake-ups that coincide are one wake-up, and none is lost. (The guard for the
     /// day the loop is woken some other way than `event_active` under libevent's lock.)
     @Test func workFromManyThreadsRunsOnceInOrder() async throws {
-        try await TestEventLoop.with { testLoop in
+        await TestEventLoop.with { testLoop in
             let threads = 4
             let perThread = 2000
             let seen = Locked<[[Int]]>(Array(repeating: [], count: threads))

@@ -23,7 +23,7 @@ import Testing
     }
 
     private static func releaseWhileConnected(_ url: RedisURL) async throws {
-        try await TestEventLoop.with { loop in
+        await TestEventLoop.with { loop in
             let changes = Locked<[RedisConnectionState]>([])
             let holder = Holder()
             let reply = await loop.await { base, done in

@@ -9,7 +9,7 @@ import Testing
     /// while subscribed, without `close()`, trapped on the unowned reference to itself.
     @Test func aSubscriberReleasedWhileSubscribedClosesWithoutCallingBack() async throws {
         try await RedisServer.withShared { url in
-            try await TestEventLoop.with { loop in
+            await TestEventLoop.with { loop in
                 let states = Locked<[RedisConnectionState]>([])
                 let holder = SubscriberHolder()
                 await loop.submit { base in

@@ -159,7 +159,7 @@ import Testing
         #expect(fresh.ok, "\(fresh.error ?? "")")
         #expect(fresh.peerSha256 == second.sha256, "new connections get the new certificate")
 
-        FileManager.default.createFile(atPath: resume, contents: nil)
+        _ = FileManager.default.createFile(atPath: resume, contents: nil)
         let before = try await open.value
         #expect(before.ok, "\(before.error ?? "")")
         #expect(before.peerSha256 == first.sha256)

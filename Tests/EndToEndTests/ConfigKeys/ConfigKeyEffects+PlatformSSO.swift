@@ -146,7 +146,7 @@ extension ConfigKeyEffects {
         do {
             _ = try session.refresh()
             Issue.record("a refresh was committed without the replica it must wait for")
-        } catch let error as DeviceError {
+        } catch {
             #expect(error.status == 503)
             #expect(error.code == "store_unavailable")
         }
