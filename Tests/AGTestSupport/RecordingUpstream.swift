@@ -130,9 +130,9 @@ public final class RecordingUpstream: Sendable {
     /// connections under the lock (a connection thread leaves the set under it before it
     /// closes), and the listener is closed by the accept thread alone, once `accept` has
     /// failed. (It was closed here while the accept thread could still be between two calls:
-    /// its next `accept` then took a connection from whichever other test had been given the
-    /// number, and closed it — a client elsewhere saw "connection closed before the response
-    /// was complete".)
+    /// its next `accept` could then take a connection from whichever other test had been given
+    /// the number, and close it — the mechanism that fits a client elsewhere seeing "connection
+    /// closed before the response was complete".)
     public func stop() {
         state.withLock { state in
             guard !state.stopped else { return }
