@@ -158,9 +158,7 @@ final class HTTPServerConnection {
             // Nothing is queued (a head is kept back only then, and every other write queues
             // it first): the head and its body leave from the writer in one send.
             headPending = false
-            if writer.withUnsafeBytes({ sendOrQueue($0, to: descriptor, queueingIn: queued) }) {
-                bufferevent_enable(bev, Int16(EV_WRITE))
-            }
+            writer.withUnsafeBytes { sendOrQueue($0, on: bev, fd: descriptor, queueingIn: queued) }
             return
         }
         guard evbuffer_get_length(queued) > 0 else { return }
@@ -184,7 +182,7 @@ final class HTTPServerConnection {
         queuePendingHead()
         writer.reset()
         build(&writer)
-        if let bev, !isSecure, evbuffer_get_length(queued) == 0, bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 {
+        if let bev, !isSecure, canSendNow(bev, queued) {
             headPending = true
         } else {
             writer.withUnsafeBytes { _ = evbuffer_add(queued, $0.baseAddress, $0.count) }

@@ -18,20 +18,25 @@ func writeQueuedOutput(_ output: OpaquePointer, to fd: Int32) -> Int32 {
     return written
 }
 
-/// Sends `bytes` to an empty output's socket at once, queueing in `output` only what the socket
-/// did not take, and returns whether something was left queued (the caller then arms EV_WRITE).
+/// Nothing is queued in the bufferevent's `output` and no write is armed: bytes sent straight
+/// to the socket now overtake nothing (`sendOrQueue`'s precondition).
+func canSendNow(_ bev: OpaquePointer, _ output: OpaquePointer) -> Bool {
+    evbuffer_get_length(output) == 0 && bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0
+}
+
+/// Sends `bytes` to the socket at once, queueing in `output` only what the socket did not take
+/// and arming EV_WRITE for it. Only when `canSendNow`.
 ///
 /// The common answer and upstream request leave in one `send` from the buffer they were
 /// built in: no chain allocated, filled, written and freed in libevent (~1,000 instructions
-/// per write). Only for an output that is empty and not waiting on EV_WRITE, so nothing
-/// queued earlier is overtaken. A failed send queues everything: the armed write then meets
-/// the same error and reports it through the bufferevent's event callback, exactly as a
-/// failed `writeQueuedOutput` does. `MSG_NOSIGNAL`: a peer gone raises no SIGPIPE.
-func sendOrQueue(_ bytes: UnsafeRawBufferPointer, to fd: Int32, queueingIn output: OpaquePointer) -> Bool {
-    guard let start = bytes.baseAddress, !bytes.isEmpty else { return false }
+/// per write). A failed send queues everything: the armed write then meets the same error and
+/// reports it through the bufferevent's event callback, exactly as a failed
+/// `writeQueuedOutput` does. `MSG_NOSIGNAL`: a peer gone raises no SIGPIPE.
+func sendOrQueue(_ bytes: UnsafeRawBufferPointer, on bev: OpaquePointer, fd: Int32, queueingIn output: OpaquePointer) {
+    guard let start = bytes.baseAddress, !bytes.isEmpty else { return }
     let sent = send(fd, start, bytes.count, Int32(MSG_NOSIGNAL))
     let taken = sent > 0 ? sent : 0
-    guard taken < bytes.count else { return false }
+    guard taken < bytes.count else { return }
     evbuffer_add(output, start + taken, bytes.count - taken)
-    return true
+    bufferevent_enable(bev, Int16(EV_WRITE))
 }

@@ -176,15 +176,12 @@ final class UpstreamConnection {
     /// Writes `bytes` behind whatever is queued: on a connected plain socket with nothing
     /// queued, straight from the caller's buffer (`sendOrQueue`); otherwise queued and flushed.
     func write(_ bytes: UnsafeRawBufferPointer) {
-        guard let bev, connected, !isSecure, evbuffer_get_length(output) == 0,
-              bufferevent_get_enabled(bev) & Int16(EV_WRITE) == 0 else {
+        guard let bev, connected, !isSecure, canSendNow(bev, output) else {
             evbuffer_add(output, bytes.baseAddress, bytes.count)
             flushOutput()
             return
         }
-        if sendOrQueue(bytes, to: descriptor, queueingIn: output) {
-            bufferevent_enable(bev, Int16(EV_WRITE))
-        }
+        sendOrQueue(bytes, on: bev, fd: descriptor, queueingIn: output)
     }
 
     /// Puts the connection to sleep in the pool: reads stay on so that a close by the upstream
