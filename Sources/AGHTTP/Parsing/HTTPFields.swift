@@ -86,7 +86,9 @@ public struct HTTPFields: Sendable, RandomAccessCollection {
         guard range.count == text.utf8.count else { return false }
         let bytes = storage.span
         // A native or small string's bytes directly (iterating its UTF-8 view cost ~3 times as
-        // much: `close`, `keep-alive` and `bearer` are compared per proxied request).
+        // much: `close`, `keep-alive` and `bearer` are compared per proxied request). Its own
+        // loop, not the byte overload's: routing both through one raw-buffer helper changed the
+        // inlining around its callers, +~450 instructions per proxied request (stop 24).
         if let equal = text.utf8.withContiguousStorageIfAvailable({ text in
             var index = range.lowerBound
             for byte in text {
