@@ -26,7 +26,7 @@ import Testing
     @Test func aConditionThatNeverHoldsIsFalseAfterTheDeadline() async throws {
         let start = ContinuousClock.now
         var looks = 0
-        let held = try await poll(within: .milliseconds(50), every: .milliseconds(5)) {
+        let held = await poll(within: .milliseconds(50), every: .milliseconds(5)) {
             looks += 1
             return false
         }
@@ -37,7 +37,7 @@ import Testing
 
     @Test func aConditionThatHoldsAtOnceIsLookedAtOnce() async throws {
         var looks = 0
-        #expect(try await poll(within: .seconds(10)) { looks += 1; return true })
+        #expect(await poll(within: .seconds(10)) { looks += 1; return true })
         #expect(looks == 1)
     }
 }

@@ -52,7 +52,7 @@ struct ClientHarness: Sendable {
     }
 
     func waitUntil(_ expected: RedisConnectionState, within limit: Duration = .seconds(10)) async throws {
-        guard try await !poll(within: limit, { await state == expected }) else { return }
+        guard await !poll(within: limit, { await state == expected }) else { return }
         let lastError = await loop.submit { _ in client.value.lastError }
         Issue.record("client never reached \(expected); last error: \(lastError ?? "none")")
         throw HarnessTimeout()

@@ -67,7 +67,7 @@ import Testing
 
             var failures = 0
             var slowest = Duration.zero
-            let recovered = try await poll(within: .seconds(30), every: .milliseconds(20)) {
+            let recovered = await poll(within: .seconds(30), every: .milliseconds(20)) {
                 let (result, elapsed) = await redis.timedSend(["INCR", key])
                 slowest = max(slowest, elapsed)
                 #expect((try? await redis.send(["SET", bystander, "x"]).get()) == .status("OK"))

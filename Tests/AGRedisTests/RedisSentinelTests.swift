@@ -86,7 +86,7 @@ import Testing
             set.kill(victim)
             var failures = 0
             var slowest = Duration.zero
-            let recovered = try await poll(within: .seconds(40), every: .milliseconds(20)) {
+            let recovered = await poll(within: .seconds(40), every: .milliseconds(20)) {
                 let (result, elapsed) = await redis.timedSend(["INCR", key])
                 slowest = max(slowest, elapsed)
                 switch result {

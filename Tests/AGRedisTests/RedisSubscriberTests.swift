@@ -197,14 +197,14 @@ import Testing
     }
 
     private func waitUntil(_ subscriber: LoopBound<RedisSubscriber>, is expected: RedisConnectionState) async throws {
-        guard try await poll(within: .seconds(10), { await subscriber.loop.submit({ _ in subscriber.value.state }) == expected }) else {
+        guard await poll(within: .seconds(10), { await subscriber.loop.submit({ _ in subscriber.value.state }) == expected }) else {
             Issue.record("subscriber never reached \(expected)")
             throw HarnessTimeout()
         }
     }
 
     private func waitUntil(_ subscriber: LoopBound<RedisSubscriber>, isNot left: RedisConnectionState) async throws {
-        guard try await poll(within: .seconds(10), { await subscriber.loop.submit({ _ in subscriber.value.state }) != left }) else {
+        guard await poll(within: .seconds(10), { await subscriber.loop.submit({ _ in subscriber.value.state }) != left }) else {
             Issue.record("subscriber never left \(left)")
             throw HarnessTimeout()
         }

@@ -15,14 +15,9 @@ public func eventually(_ seconds: Double = 5, _ condition: () throws -> Bool) re
     return try condition()
 }
 
-/// `eventually` for async conditions.
+/// `eventually` for async conditions (`poll` every 20 ms).
 public func eventually(_ seconds: Double = 5, _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(sanitizerWindow(seconds))
-    while Date() < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return try await condition()
+    try await poll(within: .milliseconds(Int(sanitizerWindow(seconds) * 1000)), every: .milliseconds(20), condition)
 }
 
 /// `seconds`, times 4 under a sanitizer (`TestBuild.waitWindow`'s factor): how long to wait for
@@ -33,17 +28,17 @@ func sanitizerWindow(_ seconds: Double) -> Double {
 
 /// Runs `look` every `interval` until it returns true, or until a look that began after `limit`
 /// returned false; returns whether it held. Every deadline-bound polling loop of the async tests
-/// goes through here: the test task runs on the cooperative pool (two threads on a two-core
+/// goes through here (`eventually` included): the test task runs on the cooperative pool (two threads on a two-core
 /// machine, shared with tests that block theirs), so it can wake from a sleep long past its
 /// deadline — a loop that then gave up without a last look failed on a condition that had held
 /// for seconds (`RedisClusterTests`' subscriber, three times in CI and sanitizer runs).
 public func poll(within limit: Duration, every interval: Duration = .milliseconds(10),
-                 _ look: () async throws -> Bool) async throws -> Bool {
+                 _ look: () async throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + limit
     while true {
         let late = ContinuousClock.now >= deadline
         if try await look() { return true }
         if late { return false }
-        try await Task.sleep(for: interval)
+        try? await Task.sleep(for: interval)
     }
 }
