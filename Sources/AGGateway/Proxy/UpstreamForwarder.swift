@@ -17,11 +17,10 @@ final class UpstreamForwarder: Forwarder {
         }
         // Settings are read in place through the snapshot (a class): binding `server` to a
         // local copied the whole `ServerConfig` per request, retaining its strings and arrays,
-        // and so did reading through the computed `snapshot.gateway`. The two escaping closures
-        // capture the context alone, which then is their context object: capturing the
-        // request id, headers, decision, tenant, target and limit as well allocated a context
-        // for each, two per request. What they need is on the context (`tenant`, set by the
-        // proxy handler's dispatch; `upstreamTarget`, set here).
+        // and so did reading through the computed `snapshot.gateway`. The context is the
+        // exchange's owner (below): it writes the response fields and hears the outcome, from
+        // what it holds (`tenant`, set by the proxy handler's dispatch; `upstreamTarget`, set
+        // here). Two closures capturing it cost a context object per request.
         let snapshot = context.snapshot
         upstreams.maxIdlePerTarget = snapshot.config.gateway.proxy.upstreamKeepalive
         var hop = ClientHop(peerAddress: request.remoteAddress,
@@ -35,15 +34,11 @@ final class UpstreamForwarder: Forwarder {
                                                      response: snapshot.config.gateway.server.timeouts.upstreamResponse),
                           maxBodyBytes: snapshot.config.gateway.server.maxProxyBodyBytes,
                           writeFields: { ForwardHeaders.request(request.headers, policy: policy, hop: hop, injected: injected, into: &$0) },
-                          responseFields: {
-                              ForwardHeaders.response($0, requestID: context.requestID, extra: context.extraHeaders,
-                                                      rateLimit: context.rateLimitDecision, into: &$1)
-                          },
-                          completion: { Self.finished(context, $0) })
+                          owner: context)
     }
 
     /// How the exchange ended, recorded (and answered when nothing reached the client).
-    private static func finished(_ context: RequestContext, _ outcome: UpstreamOutcome) {
+    fileprivate static func finished(_ context: RequestContext, _ outcome: UpstreamOutcome) {
         switch outcome {
         case .completed(let status, let upstreamTime, _):
             context.upstreamSeconds = upstreamTime.seconds
@@ -107,5 +102,16 @@ final class UpstreamForwarder: Forwarder {
         case .clientBodyMalformed: "client_body_malformed"
         case .clientAborted: "client_aborted"
         }
+    }
+}
+
+/// A proxied request's context owns its upstream exchange's two callbacks.
+extension RequestContext: UpstreamExchangeOwner {
+    func writeResponseFields(_ head: HTTPResponseHead, into writer: inout HTTPHeadWriter) {
+        ForwardHeaders.response(head, requestID: requestID, extra: extraHeaders, rateLimit: rateLimitDecision, into: &writer)
+    }
+
+    func exchangeEnded(_ outcome: UpstreamOutcome) {
+        UpstreamForwarder.finished(self, outcome)
     }
 }

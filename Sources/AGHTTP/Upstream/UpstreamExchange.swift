@@ -33,8 +33,9 @@ final class UpstreamExchange {
     private let head: [UInt8]
     let timeouts: UpstreamTimeouts
     private let maxBodyBytes: Int
-    private let responseFields: ((HTTPResponseHead, inout HTTPHeadWriter) -> Void)?
-    private let completion: (UpstreamOutcome) -> Void
+    /// Writes the client's response fields and hears the outcome; held until the exchange is
+    /// freed (the gateway's request context, which does not hold the exchange).
+    private let owner: any UpstreamExchangeOwner
     private let startedAt: ContinuousClock.Instant
 
     var state = State.connecting
@@ -58,16 +59,14 @@ final class UpstreamExchange {
     private var readsPaused = false
 
     init(pool: UpstreamPool, request: HTTPServerRequest, target: UpstreamTarget, head: [UInt8],
-         timeouts: UpstreamTimeouts, maxBodyBytes: Int, responseFields: ((HTTPResponseHead, inout HTTPHeadWriter) -> Void)?,
-         completion: @escaping (UpstreamOutcome) -> Void) {
+         timeouts: UpstreamTimeouts, maxBodyBytes: Int, owner: any UpstreamExchangeOwner) {
         self.pool = pool
         self.request = request
         self.target = target
         self.head = head
         self.timeouts = timeouts
         self.maxBodyBytes = maxBodyBytes
-        self.responseFields = responseFields
-        self.completion = completion
+        self.owner = owner
         self.startedAt = .now
     }
 
@@ -321,19 +320,9 @@ final class UpstreamExchange {
         request.onWritable = { [self] in clientDrained() }
         // A phrase with control bytes (CR, NUL…) is never relayed: the status's own is written.
         let reason = parsed.reasonIsClean && !parsed.reasonRange.isEmpty ? headers.storage[parsed.reasonRange] : nil
-        let responseFields = self.responseFields
+        let owner = self.owner
         request.startResponse(status: parsed.status, reason: reason, contentLength: contentLength) { writer in
-            if let responseFields {
-                responseFields(parsed, &writer)
-            } else {
-                for field in headers {
-                    switch field.name {
-                    // Framing belongs to each hop: the server writes its own for the client.
-                    case .contentLength, .transferEncoding, .connection: continue
-                    default: writer.appendField(field, of: headers)
-                    }
-                }
-            }
+            owner.writeResponseFields(parsed, into: &writer)
         }
         pumpResponseBody()
         // The head waits for the first body bytes, so both usually leave in one write.
@@ -381,7 +370,7 @@ final class UpstreamExchange {
             clearHooks()
             detach(reuse: reuse)
             request.endResponse(complete: true)
-            completion(.completed(status: responseStatus, upstreamTime: .now - startedAt, bodyBytes: responseDecoder.bytesDecoded))
+            owner.exchangeEnded(.completed(status: responseStatus, upstreamTime: .now - startedAt, bodyBytes: responseDecoder.bytesDecoded))
         }
     }
 
@@ -396,7 +385,7 @@ final class UpstreamExchange {
         withExtendedLifetime(self) {
             clearHooks()
             detach(reuse: false)
-            completion(.failed(error))
+            owner.exchangeEnded(.failed(error))
         }
     }
 
@@ -407,7 +396,7 @@ final class UpstreamExchange {
             clearHooks()
             detach(reuse: false)
             request.endResponse(complete: false)
-            completion(.interrupted(error, status: responseStatus, upstreamTime: .now - startedAt,
+            owner.exchangeEnded(.interrupted(error, status: responseStatus, upstreamTime: .now - startedAt,
                                     bodyBytes: responseDecoder.bytesDecoded))
         }
     }

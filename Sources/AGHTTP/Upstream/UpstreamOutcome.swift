@@ -90,3 +90,47 @@ public struct UpstreamPoolConfiguration: Sendable {
 
     public init() {}
 }
+
+/// Whoever forwards a request through `UpstreamPool.forward(_:to:timeouts:maxBodyBytes:writeFields:owner:)`:
+/// writes the response fields the client gets, and hears how the exchange ended. An object
+/// rather than two closures: the exchange keeps a reference to it instead of a closure context
+/// allocated per request (the gateway's request context is the owner).
+public protocol UpstreamExchangeOwner: AnyObject {
+    /// Writes the response fields the client gets, from the upstream's head. It must not write
+    /// framing fields or `Connection`, which the server writes.
+    func writeResponseFields(_ head: HTTPResponseHead, into writer: inout HTTPHeadWriter)
+    /// Called exactly once, on the loop thread, with how the exchange ended. On `.failed`,
+    /// nothing has been sent to the client and the owner answers.
+    func exchangeEnded(_ outcome: UpstreamOutcome)
+}
+
+/// The closure form of an owner (`UpstreamPool`'s convenience `forward`s): with no
+/// `responseFields`, every field but the framing ones and `Connection` is relayed.
+final class ClosureExchangeOwner: UpstreamExchangeOwner {
+    private let responseFields: ((HTTPResponseHead, inout HTTPHeadWriter) -> Void)?
+    private let completion: (UpstreamOutcome) -> Void
+
+    init(responseFields: ((HTTPResponseHead, inout HTTPHeadWriter) -> Void)?, completion: @escaping (UpstreamOutcome) -> Void) {
+        self.responseFields = responseFields
+        self.completion = completion
+    }
+
+    func writeResponseFields(_ head: HTTPResponseHead, into writer: inout HTTPHeadWriter) {
+        if let responseFields {
+            responseFields(head, &writer)
+            return
+        }
+        let headers = head.headers
+        for field in headers {
+            switch field.name {
+            // Framing belongs to each hop: the server writes its own for the client.
+            case .contentLength, .transferEncoding, .connection: continue
+            default: writer.appendField(field, of: headers)
+            }
+        }
+    }
+
+    func exchangeEnded(_ outcome: UpstreamOutcome) {
+        completion(outcome)
+    }
+}

@@ -87,6 +87,31 @@ public final class UpstreamPool {
     ///     itself, and `writeFields` must not write them either (`HTTPFieldName.isHopControl`).
     ///   - maxBodyBytes: Largest request body accepted. A larger `Content-Length` fails at
     ///     once, before connecting; a chunked body fails when it crosses the limit.
+    ///   - owner: Writes the response fields the client gets and hears how the exchange ended
+    ///     (exactly once, on the loop thread; on `.failed`, nothing has been sent to the client
+    ///     and the owner answers). Kept until the exchange is freed.
+    public func forward(_ request: HTTPServerRequest, to target: UpstreamTarget,
+                        timeouts: UpstreamTimeouts, maxBodyBytes: Int,
+                        writeFields: (inout HTTPHeadWriter) -> Void,
+                        owner: any UpstreamExchangeOwner) {
+        if case .length(let length) = request.framing, length > maxBodyBytes {
+            owner.exchangeEnded(.failed(.bodyTooLarge))
+            return
+        }
+        headWriter.reset()
+        UpstreamRequestHead.write(into: &headWriter, method: request.method, framing: request.framing,
+                                  defaultHost: target.hostHeader, target: { writer in
+            writer.append(target.basePath)
+            writer.append(request.head.headers.storage[request.head.targetRange])
+        }, fields: writeFields)
+        let exchange = UpstreamExchange(pool: self, request: request, target: target, head: headWriter.bytes,
+                                        timeouts: timeouts, maxBodyBytes: maxBodyBytes, owner: owner)
+        exchange.start()
+    }
+
+    /// `forward` with closures for the owner's two parts.
+    ///
+    /// - Parameters:
     ///   - responseFields: Writes the response fields the client gets, from the upstream's
     ///     head (the gateway drops hop-by-hop fields and adds its own); it must not write
     ///     framing fields or `Connection`, which the server writes. When nil, every field but
@@ -98,20 +123,8 @@ public final class UpstreamPool {
                         writeFields: (inout HTTPHeadWriter) -> Void,
                         responseFields: ((HTTPResponseHead, inout HTTPHeadWriter) -> Void)? = nil,
                         completion: @escaping (UpstreamOutcome) -> Void) {
-        if case .length(let length) = request.framing, length > maxBodyBytes {
-            completion(.failed(.bodyTooLarge))
-            return
-        }
-        headWriter.reset()
-        UpstreamRequestHead.write(into: &headWriter, method: request.method, framing: request.framing,
-                                  defaultHost: target.hostHeader, target: { writer in
-            writer.append(target.basePath)
-            writer.append(request.head.headers.storage[request.head.targetRange])
-        }, fields: writeFields)
-        let exchange = UpstreamExchange(pool: self, request: request, target: target, head: headWriter.bytes,
-                                        timeouts: timeouts, maxBodyBytes: maxBodyBytes,
-                                        responseFields: responseFields, completion: completion)
-        exchange.start()
+        forward(request, to: target, timeouts: timeouts, maxBodyBytes: maxBodyBytes, writeFields: writeFields,
+                owner: ClosureExchangeOwner(responseFields: responseFields, completion: completion))
     }
 
     /// Forwards with string fields and an explicit target (`path`, base path included): the
@@ -129,7 +142,7 @@ public final class UpstreamPool {
                                               framing: request.framing, defaultHost: target.hostHeader)
         let exchange = UpstreamExchange(pool: self, request: request, target: target, head: Array(head.utf8),
                                         timeouts: timeouts, maxBodyBytes: maxBodyBytes,
-                                        responseFields: responseFields, completion: completion)
+                                        owner: ClosureExchangeOwner(responseFields: responseFields, completion: completion))
         exchange.start()
     }
 
