@@ -35,6 +35,19 @@ import Testing
         }
     }
 
+    /// Lengths and counts at each change of digit count (the header writes one digit inline
+    /// and counts the others), and a command that outgrows the first buffer.
+    @Test func lengthsAtDigitBoundaries() {
+        for length in [9, 10, 11, 99, 100, 101, 999, 1_000, 65_536] {
+            let arguments = RedisArguments.strings(["SET", "k", String(repeating: "x", count: length)])
+            #expect(encoded(arguments) == hiredisFormatted(arguments), "argument of \(length) bytes")
+        }
+        for count in [9, 10, 11, 99, 100, 101] {
+            let arguments = RedisArguments.strings(Array(repeating: "a", count: count))
+            #expect(encoded(arguments) == hiredisFormatted(arguments), "\(count) arguments")
+        }
+    }
+
     @Test func reusedBufferHoldsOnlyTheLastCommand() {
         var writer = RESPWriter()
         writer.encode(.strings(["SET", "a-much-longer-key", String(repeating: "v", count: 300)]))

@@ -84,8 +84,8 @@ final class HiredisContext {
         writer.encode(arguments)
         // hiredis finds the command name with strchr/strtol, as in its own NUL-terminated
         // buffers: the writer's terminator (not sent) keeps those scans inside this buffer.
-        let status = writer.terminated.withUnsafeBytes { buffer in
-            redisAsyncFormattedCommand(ac, callback, privdata, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), buffer.count - 1)
+        let status = writer.withTerminatedBytes { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { redisAsyncFormattedCommand(ac, callback, privdata, $0.baseAddress!, $0.count - 1) }
         }
         return status == REDIS_OK
     }

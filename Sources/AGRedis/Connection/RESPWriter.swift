@@ -6,27 +6,43 @@
 /// sending allocates nothing once the buffer has grown, and no pointer/length arrays or
 /// per-argument copies are built (what the argv path of hiredis needed, plus its `sdscatfmt`
 /// per argument). hiredis copies the bytes into its output buffer before `send` returns.
-struct RESPWriter {
-    /// The last command, followed by one NUL byte that is not part of it.
-    private(set) var terminated: [UInt8] = []
+struct RESPWriter: ~Copyable {
+    // An owned buffer rather than a `[UInt8]`: an array append checks uniqueness and capacity
+    // and goes through a generic copy (~100 instructions each, ~40 per challenge + refresh
+    // cycle); here an append is a bounds check and a store or a memcpy. Noncopyable, so the
+    // buffer has one owner.
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// Bytes of the last command, its terminator included.
+    private var count = 0
 
     init() {
-        terminated.reserveCapacity(512)
+        capacity = 512
+        base = .allocate(capacity: capacity)
     }
 
-    /// The last command's bytes.
+    deinit { base.deallocate() }
+
+    /// The last command, followed by one NUL byte that is not part of it (a copy).
+    var terminated: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    /// The last command's bytes (a copy).
     var bytes: ArraySlice<UInt8> { terminated.dropLast() }
+
+    /// The last command and its terminator, for the time of `body`.
+    func withTerminatedBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        try body(UnsafeBufferPointer(start: base, count: count))
+    }
 
     /// Replaces the buffer's content with `arguments` encoded as one command.
     mutating func encode(_ arguments: RedisArguments) {
-        terminated.removeAll(keepingCapacity: true)
-        defer { terminated.append(0) }
+        count = 0
         switch arguments {
         case .strings(let items):
             header(count: items.count, marker: UInt8(ascii: "*"))
             for item in items {
                 let copied: Void? = item.utf8.withContiguousStorageIfAvailable { bulk($0) }
-                if copied == nil { bulk(Array(item.utf8)) }
+                if copied == nil { Array(item.utf8).withUnsafeBufferPointer { bulk($0) } }
             }
         case .bytes(let items):
             header(count: items.count, marker: UInt8(ascii: "*"))
@@ -34,35 +50,64 @@ struct RESPWriter {
                 item.withUnsafeBufferPointer { bulk($0) }
             }
         }
+        reserve(1)
+        base[count] = 0
+        count += 1
     }
 
     private mutating func bulk(_ argument: UnsafeBufferPointer<UInt8>) {
         header(count: argument.count, marker: UInt8(ascii: "$"))
-        terminated.append(contentsOf: argument)
-        terminated.append(0x0D)
-        terminated.append(0x0A)
-    }
-
-    private mutating func bulk(_ argument: [UInt8]) {
-        argument.withUnsafeBufferPointer { bulk($0) }
+        reserve(argument.count + 2)
+        if let source = argument.baseAddress { (base + count).update(from: source, count: argument.count) }
+        count += argument.count
+        base[count] = 0x0D
+        base[count + 1] = 0x0A
+        count += 2
     }
 
     /// `<marker><count in decimal>\r\n`.
-    private mutating func header(count: Int, marker: UInt8) {
-        terminated.append(marker)
-        if count < 10 {
-            terminated.append(UInt8(ascii: "0") + UInt8(count))
-        } else {
-            var divisor = 10
-            while divisor <= count / 10 { divisor *= 10 }
-            var rest = count
-            while divisor > 0 {
-                terminated.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-                rest %= divisor
-                divisor /= 10
-            }
+    private mutating func header(count value: Int, marker: UInt8) {
+        reserve(24)  // the marker, at most 19 digits, CRLF
+        base[count] = marker
+        if value < 10 {
+            base[count + 1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value)
+            base[count + 2] = 0x0D
+            base[count + 3] = 0x0A
+            count += 4
+            return
         }
-        terminated.append(0x0D)
-        terminated.append(0x0A)
+        var digits = 2
+        var scale = 100
+        while digits < 19, scale <= value {
+            digits += 1
+            scale &*= 10
+        }
+        var rest = value
+        var at = count + digits
+        repeat {
+            base[at] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+            at -= 1
+        } while rest > 0
+        count += digits + 1
+        base[count] = 0x0D
+        base[count + 1] = 0x0A
+        count += 2
+    }
+
+    /// Room for `more` bytes after `count`.
+    @inline(__always)
+    private mutating func reserve(_ more: Int) {
+        if count + more > capacity { grow(toFit: more) }
+    }
+
+    private mutating func grow(toFit more: Int) {
+        var grown = capacity * 2
+        while grown < count + more { grown *= 2 }
+        let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+        larger.update(from: base, count: count)
+        base.deallocate()
+        base = larger
+        capacity = grown
     }
 }
