@@ -30,21 +30,26 @@ import Testing
             .bytes([Array("SET".utf8), [], Array(0...255)]),
             .bytes((0..<10).map { [UInt8]($0 == 0 ? Array("DEL".utf8) : [UInt8($0), 0x0D]) }),
         ]
-        for arguments in cases {
-            #expect(Array(encoded(arguments)) == hiredisFormatted(arguments))
+        for (index, arguments) in cases.enumerated() {
+            // Compared outside the expectation, which would print a 10 KB argument twice.
+            let same = encoded(arguments) == hiredisFormatted(arguments)
+            #expect(same, "case \(index)")
         }
     }
 
     /// Lengths and counts at each change of digit count (the header writes one digit inline
-    /// and counts the others), and a command that outgrows the first buffer.
+    /// and counts the others), and a command that outgrows the first buffer. Compared outside
+    /// the expectation, which would print both 64 KiB arrays on a mismatch.
     @Test func lengthsAtDigitBoundaries() {
         for length in [9, 10, 11, 99, 100, 101, 999, 1_000, 65_536] {
             let arguments = RedisArguments.strings(["SET", "k", String(repeating: "x", count: length)])
-            #expect(encoded(arguments) == hiredisFormatted(arguments), "argument of \(length) bytes")
+            let same = encoded(arguments) == hiredisFormatted(arguments)
+            #expect(same, "argument of \(length) bytes")
         }
         for count in [9, 10, 11, 99, 100, 101] {
             let arguments = RedisArguments.strings(Array(repeating: "a", count: count))
-            #expect(encoded(arguments) == hiredisFormatted(arguments), "\(count) arguments")
+            let same = encoded(arguments) == hiredisFormatted(arguments)
+            #expect(same, "\(count) arguments")
         }
     }
 

@@ -397,7 +397,7 @@ final class UpstreamExchange {
             detach(reuse: false)
             request.endResponse(complete: false)
             owner.exchangeEnded(.interrupted(error, status: responseStatus, upstreamTime: .now - startedAt,
-                                    bodyBytes: responseDecoder.bytesDecoded))
+                                             bodyBytes: responseDecoder.bytesDecoded))
         }
     }
 
