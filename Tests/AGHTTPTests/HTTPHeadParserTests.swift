@@ -24,6 +24,14 @@ struct HTTPHeadParserTests {
         #expect(head.headers["empty"] == "")
     }
 
+    /// The method is kept exactly as sent: `GET` and `POST` come from literals, their near
+    /// misses (case, length, one byte off) and every other token are decoded.
+    @Test func methodsKeepTheirExactSpelling() throws {
+        for method in ["GET", "POST", "get", "Get", "GEX", "GETS", "GE", "POS", "POSt", "POSX", "PUT", "PATCH", "DELETE", "X"] {
+            #expect(try request("\(method) / HTTP/1.1\r\nHost: h\r\n\r\n").method == method)
+        }
+    }
+
     /// Case-insensitive comparison of a field's bytes with bytes and with text: equal in any
     /// case, unequal by one byte or by length, and empty against empty (an empty field value
     /// over an empty list element must not reach for a buffer that is not there).
