@@ -10,7 +10,8 @@ struct RESPWriter: ~Copyable {
     // An owned buffer rather than a `[UInt8]`: an array append checks uniqueness and capacity
     // and goes through a generic copy (~100 instructions each, ~40 per challenge + refresh
     // cycle); here an append is a bounds check and a store or a memcpy. Noncopyable, so the
-    // buffer has one owner.
+    // buffer has one owner. The same buffer as `HTTPHeadWriter`'s, grown the same way: AGRedis
+    // sits below AGHTTP and cannot use that one.
     private var base: UnsafeMutablePointer<UInt8>
     private var capacity: Int
     /// Bytes of the last command, its terminator included.
@@ -102,10 +103,9 @@ struct RESPWriter: ~Copyable {
     }
 
     private mutating func grow(toFit more: Int) {
-        var grown = capacity * 2
-        while grown < count + more { grown *= 2 }
+        let grown = max(capacity * 2, count + more)
         let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
-        larger.update(from: base, count: count)
+        larger.initialize(from: base, count: count)
         base.deallocate()
         base = larger
         capacity = grown
