@@ -13,8 +13,10 @@ import Testing
     @Test func aLocalAnswerLeavesDuringRespond() throws {
         let unsent = Recorded()
         let server = try TestServer(HTTPServerConfiguration()) { request in
+            // The request lets go of its connection once answered: ask the connection.
+            let connection = request.connection
             request.respond(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain")]), body: Array("ok".utf8))
-            unsent.values.withLock { $0.append(request.pendingOutput) }
+            unsent.values.withLock { $0.append(connection?.unsentBytes ?? -1) }
         }
         defer { server.stop() }
         let client = server.connect()

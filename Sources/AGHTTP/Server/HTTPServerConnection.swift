@@ -32,7 +32,11 @@ final class HTTPServerConnection {
     private let descriptor: Int32
     /// Accepted through the process's reserved descriptor (given back when closed).
     let reserved: Bool
-    private(set) var current: HTTPServerRequest?
+    /// The request being read or answered. Holds the only link back: a request that stops
+    /// being current loses its `connection`, so it never reaches a connection that is gone.
+    private(set) var current: HTTPServerRequest? {
+        willSet { if let current, current !== newValue { current.connection = nil } }
+    }
     var machine: HTTPConnectionStateMachine
     /// A handler that answers inside its own call must not parse the next pipelined head
     /// there too: the outer loop in `processInput` picks it up (a re-entrancy guard, not state).
@@ -95,6 +99,9 @@ final class HTTPServerConnection {
         return queued
     }
 
+    /// Answer bytes not yet handed to the socket: queued, or a head kept back to go with its body.
+    var unsentBytes: Int { evbuffer_get_length(queued) + (headPending ? writer.count : 0) }
+
     private func queuePendingHead() {
         guard headPending else { return }
         headPending = false
@@ -104,6 +111,7 @@ final class HTTPServerConnection {
     /// Reached without `close()` only when the server itself is dropped: the bufferevent must
     /// not outlive its callback context.
     deinit {
+        current?.connection = nil
         reader?.close()
         if let bev { bufferevent_free(bev) }
     }
@@ -291,7 +299,7 @@ final class HTTPServerConnection {
         parsingInput = true
         defer { parsingInput = false }
         while current == nil, machine.state == .idle || machine.state == .readingHead, evbuffer_get_length(input) > 0 {
-            guard evbuffer_get_length(queued) + (headPending ? writer.count : 0) <= configuration.maxPendingOutput else { return }
+            guard unsentBytes <= configuration.maxPendingOutput else { return }
             guard parseHead() else { return }
         }
     }

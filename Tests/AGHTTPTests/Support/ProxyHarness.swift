@@ -42,6 +42,8 @@ final class ProxyHarness: @unchecked Sendable {
             self.pool = pool
             server = HTTPServer(loop: gateway.loop, socket: socket, configuration: HTTPServerConfiguration()) { [self] request in
                 handled.append(WeakRequest(request))
+                // The request lets go of its connection once answered: ask the connection.
+                let connection = request.connection
                 var headers = HTTPHeaders(request.headers.fields)
                 headers.remove("Connection")
                 headers.remove("Keep-Alive")
@@ -52,7 +54,7 @@ final class ProxyHarness: @unchecked Sendable {
                                      writer.appendField(field, of: head.headers)
                                  }
                              }) { outcome in
-                    self.recordedUnsent.withLock { $0.append(request.pendingOutput) }
+                    self.recordedUnsent.withLock { $0.append(connection?.unsentBytes ?? -1) }
                     self.recordedOutcomes.withLock { $0.append(outcome) }
                     if case .failed(let error) = outcome, error != .clientAborted {
                         let body = Array("{\"code\":\"\(Self.code(error))\"}".utf8)
