@@ -233,6 +233,9 @@ enum ForwardHeaders {
     private static func connectionOptions(_ fields: HTTPFields) -> [Range<Int>] {
         var options: [Range<Int>] = []
         for field in fields where field.name == .connection {
+            // An upstream's usual `Connection: keep-alive` whole, without walking it as a list
+            // (~450 instructions per proxied response).
+            if fields.equalsIgnoringCase(field.valueRange, keepAliveOption) { continue }
             fields.forEachListElement(of: field) { option in
                 if !fields.equalsIgnoringCase(option, keepAliveOption) { options.append(option) }
             }

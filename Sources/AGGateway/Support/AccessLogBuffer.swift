@@ -154,7 +154,7 @@ final class AccessLogBuffer: AccessLogSink {
 
     func flush() {
         guard pending.count > 0 else { return }
-        sink.writeLine(pending.text)
+        pending.withUnsafeBytes { sink.write($0) }
         pending.reset()
     }
 }

@@ -62,16 +62,22 @@ public struct Logger: Sendable {
         writeLine(line)
     }
 
-    /// Writes a pre-rendered line (the access log).
+    /// Writes a pre-rendered line.
     public func writeLine(_ line: String) {
         var line = line
-        line.withUTF8 { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
+        line.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Writes pre-rendered lines as they are (the access log's batches, already UTF-8: made
+    /// into a `String` first, each batch was validated byte by byte, ~300 instructions per
+    /// proxied request).
+    public func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(fileDescriptor, base + offset, bytes.count - offset)
+            if written <= 0 { return }
+            offset += written
         }
     }
 
