@@ -55,7 +55,8 @@ enum ProxyHandler {
     private static func routeByToken(_ context: RequestContext, path: String) {
         let presented: VerifiedToken
         do throws(ProxyAuthFailure) {
-            presented = try verifiedToken(try BearerToken.range(in: context.request.headers, header: .authorization), context)
+            presented = try verifiedToken(try BearerToken.range(in: context.request.headers, header: .authorization),
+                                          context, now: context.services.time.nowSeconds)
         } catch .missing {
             context.fail(.routeNotFound)
             return
@@ -73,15 +74,16 @@ enum ProxyHandler {
     private static func authenticate(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy,
                               presented: VerifiedToken?) {
         let token: VerifiedToken
+        // Read once for the cache and the claims (each read copies the clock's existential).
+        let now = context.services.time.nowSeconds
         do throws(ProxyAuthFailure) {
             if let presented {
                 token = presented
             } else {
                 token = try verifiedToken(try BearerToken.range(in: context.request.headers, header: proxy.headers.tokenHeader),
-                                          context)
+                                          context, now: now)
             }
             let policy = context.snapshot.tokenClaims
-            let now = context.services.time.nowSeconds
             if token.claimsCheckedFor === tenant {
                 try policy.checkTimes(expiresAt: token.verified.expiresAt, notBefore: token.verified.notBefore, now: now)
             } else {
@@ -98,8 +100,7 @@ enum ProxyHandler {
 
     /// The token at `range` of the request head's bytes: from this worker's cache (no `String`
     /// made of it), or verified now and cached.
-    private static func verifiedToken(_ range: Range<Int>, _ context: RequestContext) throws(ProxyAuthFailure) -> VerifiedToken {
-        let now = context.services.time.nowSeconds
+    private static func verifiedToken(_ range: Range<Int>, _ context: RequestContext, now: Double) throws(ProxyAuthFailure) -> VerifiedToken {
         let leeway = context.snapshot.tokenClaims.leeway
         let cache = context.services.tokenCache
         let generation = context.snapshot.generation
