@@ -35,6 +35,13 @@ void ag_wake_drain(int fd) {
     (void)!read(fd, &count, sizeof count);
 }
 
+long ag_read_socket_scratch(int fd, unsigned long limit, const unsigned char **bytes) {
+    static __thread unsigned char scratch[4096];
+    size_t want = limit < sizeof scratch ? (size_t)limit : sizeof scratch;
+    *bytes = scratch;
+    return read(fd, scratch, want);
+}
+
 long ag_read_socket_small(struct evbuffer *buffer, int fd, unsigned long limit) {
     unsigned char scratch[4096];
     size_t want = limit < sizeof scratch ? (size_t)limit : sizeof scratch;

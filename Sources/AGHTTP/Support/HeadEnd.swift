@@ -28,7 +28,7 @@ func headEnd(in buffer: OpaquePointer, limit: Int) -> Int? {
 }
 
 /// The offset just past the first `\r\n\r\n` in `count` bytes at `start`.
-private func blankLineEnd(_ start: UnsafeRawPointer, count: Int) -> Int? {
+func blankLineEnd(_ start: UnsafeRawPointer, count: Int) -> Int? {
     var offset = 0
     while offset + 4 <= count {
         guard let hit = memchr(start + offset, 0x0D, count - 3 - offset) else { return nil }

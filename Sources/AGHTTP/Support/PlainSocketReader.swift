@@ -60,6 +60,11 @@ final class PlainSocketReader {
     private var drainWatch: OpaquePointer?
     private let onReadable: () -> Void
     private let onEvent: (Int16) -> Void
+    /// Offered a small read's bytes before they reach an empty input: true when the owner took
+    /// them (and put whatever it left into the input itself); false, they go to the input and
+    /// `onReadable` runs as usual. A server connection takes a whole request head here
+    /// without passing it through the input's buffer chain.
+    var offer: ((UnsafeRawBufferPointer) -> Bool)?
 
     /// `onReadable` runs after each read that added bytes; `onEvent` gets BEV_EVENT_* flags.
     init(base: OpaquePointer, fd: Int32, input: OpaquePointer, limit: Int,
@@ -172,12 +177,19 @@ final class PlainSocketReader {
             suspend()
             return
         }
-        let got = bulk ? ag_read_socket(input, fd, UInt(min(room, Self.maxRead)))
+        let got: Int
+        if !bulk, let offer, evbuffer_get_length(input) == 0 {
+            got = offered(to: offer, room: room)
+        } else {
+            got = bulk ? ag_read_socket(input, fd, UInt(min(room, Self.maxRead)))
                        : ag_read_socket_small(input, fd, UInt(min(room, Self.smallRead)))
+            if got > 0 {
+                bulk = got >= Self.smallRead
+                if timeout != nil { lastProgress = Self.now() }
+                onReadable()
+            }
+        }
         if got > 0 {
-            bulk = got >= Self.smallRead
-            if timeout != nil { lastProgress = Self.now() }
-            onReadable()
             if event != nil, !suspended, evbuffer_get_length(input) >= limit { suspend() }
             return
         }
@@ -191,6 +203,27 @@ final class PlainSocketReader {
         }
         setEnabled(false)
         onEvent(Int16(BEV_EVENT_READING | BEV_EVENT_EOF))
+    }
+
+    /// A small read into the thread's scratch buffer (4 KiB, one per loop thread: a temporary
+    /// allocation that large is a malloc), offered to the owner before the input: what `read`
+    /// returned (errno as it left it). The owner copies what it keeps before it runs anything
+    /// that could read again.
+    private func offered(to offer: (UnsafeRawBufferPointer) -> Bool, room: Int) -> Int {
+        var scratch: UnsafePointer<UInt8>?
+        let got = ag_read_socket_scratch(fd, UInt(min(room, Self.smallRead)), &scratch)
+        guard got > 0 else { return got }
+        bulk = got >= Self.smallRead
+        if timeout != nil { lastProgress = Self.now() }
+        let bytes = UnsafeRawBufferPointer(start: scratch, count: got)
+        if !offer(bytes) {
+            guard evbuffer_add(input, scratch, got) == 0 else {
+                errno = ENOMEM
+                return -1
+            }
+            onReadable()
+        }
+        return got
     }
 
     /// The input reached the limit: reading stops until it drains below.

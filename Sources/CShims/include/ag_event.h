@@ -30,4 +30,8 @@ long ag_read_socket(struct evbuffer *buffer, int fd, unsigned long limit);
 /// space first made a chain of the full read size (16 KiB), which malloc serves from its bins
 /// rather than its per-thread cache, on every request.
 long ag_read_socket_small(struct evbuffer *buffer, int fd, unsigned long limit);
+/// One read of at most `limit` bytes (at most 4 KiB) into the calling thread's scratch buffer,
+/// set in `*bytes`; valid until the thread's next call. The count read, 0 at end of stream,
+/// -1 with errno on failure.
+long ag_read_socket_scratch(int fd, unsigned long limit, const unsigned char **bytes);
 #endif

@@ -1,0 +1,57 @@
+import AGTestSupport
+@testable import AGHTTP
+import Testing
+
+/// A whole head that arrives into an empty input is taken straight from the read
+/// (`HTTPServerConnection.takeHead`); whatever came with it must reach the input before the
+/// handler runs, and a head that does not arrive whole goes the usual way.
+@Suite struct HeadFromTheReadTests {
+    /// Echoes the body (collected) or, without one, the path.
+    private static func echo(_ request: HTTPServerRequest) {
+        guard request.framing != .none else {
+            return request.respond(status: 200, headers: HTTPHeaders([]), body: Array(String(request.path).utf8))
+        }
+        request.collectBody(limit: 1 << 20) { outcome in
+            switch outcome {
+            case .success(let body): request.respond(status: 200, headers: HTTPHeaders([]), body: body)
+            case .failure: request.respond(status: 400, headers: HTTPHeaders([]), body: [])
+            }
+        }
+    }
+
+    @Test func aBodyAndAPipelinedHeadInTheSameReadReachTheirHandlers() throws {
+        let server = try TestServer(HTTPServerConfiguration()) { Self.echo($0) }
+        defer { server.stop() }
+        let client = server.connect()
+        #expect(client.write("POST /first HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello world"
+            + "GET /second HTTP/1.1\r\nHost: x\r\n\r\n"
+            + "POST /third HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"))
+        let answers = (0..<3).map { _ in client.readResponse()?.text }
+        #expect(answers == ["hello world", "/second", "abc"])
+        #expect(server.requestCount == 3)
+    }
+
+    @Test func aHeadInPiecesIsReadTheUsualWay() throws {
+        let server = try TestServer(HTTPServerConfiguration()) { Self.echo($0) }
+        defer { server.stop() }
+        let client = server.connect()
+        #expect(client.write("GET /split HTTP/1.1\r\nHo"))
+        #expect(eventually { server.connectionCount == 1 })
+        #expect(client.write("st: x\r\n\r\n"))
+        #expect(client.readResponse()?.text == "/split")
+        // The next head whole, on the same connection: straight from the read again.
+        #expect(client.exchange("GET", "/whole")?.text == "/whole")
+    }
+
+    @Test func aWholeHeadPastTheLimitIsRefused() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.maxHeadBytes = 1024
+        let server = try TestServer(configuration) { Self.echo($0) }
+        defer { server.stop() }
+        let client = server.connect()
+        let big = String(repeating: "a", count: 2000)
+        #expect(client.write("GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(big)\r\n\r\n"))
+        #expect(client.readResponse()?.status == 431)
+        #expect(server.localErrors.map(\.code) == ["header_too_large"])
+    }
+}
