@@ -3,8 +3,9 @@ import AGTestSupport
 import Testing
 
 /// A whole head that arrives into an empty input is taken straight from the read
-/// (`HTTPServerConnection.takeHead`); whatever came with it must reach the input before the
-/// handler runs, and a head that does not arrive whole goes the usual way.
+/// (`HTTPServerConnection.takeHead`, `UpstreamExchange.takeHead`); whatever came with it must
+/// reach the input before the handler or the response relay runs, and a head that does not
+/// arrive whole goes the usual way.
 @Suite struct HeadFromTheReadTests {
     /// Echoes the body (collected) or, without one, the path.
     private static func echo(_ request: HTTPServerRequest) {
@@ -53,5 +54,31 @@ import Testing
         #expect(client.write("GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(big)\r\n\r\n"))
         #expect(client.readResponse()?.status == 431)
         #expect(server.localErrors.map(\.code) == ["header_too_large"])
+    }
+
+    @Test func anInterimResponseTheFinalOneAndItsBodyInOneReadAreRelayed() throws {
+        let upstream = try ScriptedUpstream { connection, _ in
+            guard ScriptedUpstream.readRequest(connection) != nil else { return }
+            connection.write("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 5\r\nX-Final: yes\r\n\r\nhello")
+            _ = ScriptedUpstream.readRequest(connection)
+        }
+        defer { upstream.stop() }
+        let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
+        defer { proxy.stop() }
+        let response = try #require(proxy.connect().exchange("GET", "/interim"))
+        #expect(response.status == 201 && response.text == "hello" && response.head.value("X-Final") == "yes")
+    }
+
+    @Test func aProtocolSwitchInTheSameReadIsRefused() throws {
+        let upstream = try ScriptedUpstream { connection, _ in
+            guard ScriptedUpstream.readRequest(connection) != nil else { return }
+            connection.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            _ = ScriptedUpstream.readRequest(connection)
+        }
+        defer { upstream.stop() }
+        let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
+        defer { proxy.stop() }
+        let response = try #require(proxy.connect().exchange("GET", "/switch"))
+        #expect(response.status == 502 && response.text.contains("upstream_unavailable"))
     }
 }

@@ -97,6 +97,9 @@ final class UpstreamConnection {
                                        limit: pool.configuration.highWatermark,
                                        onReadable: { [unowned self] in withExtendedLifetime(self) { self.readable() } },
                                        onEvent: { [unowned self] events in withExtendedLifetime(self) { self.event(events) } })
+            reader?.offer = { [unowned self] bytes in
+                withExtendedLifetime(self) { exchange?.takeHead(self, bytes) ?? false }
+            }
         }
         pool.connectionOpened()
         if isSecure {

@@ -266,28 +266,54 @@ final class UpstreamExchange {
                 if available > limit { fail(.invalidResponse("response head too large")) }
                 return
             }
-            let parsed: HTTPResponseHead
-            let framing: BodyFraming
-            do {
-                parsed = try HTTPHeadParser.parseResponse(pool.responseHeadBytes(from: input, length: headLength),
-                                                          fieldList: &pool.responseFieldList)
-                framing = try HTTPHeadParser.responseFraming(parsed, requestMethod: request.method)
-            } catch {
-                fail(.invalidResponse(error.message))
-                return
-            }
+            let storage = pool.responseHeadBytes(from: input, length: headLength)
             evbuffer_drain(input, headLength)
-            if (100..<200).contains(parsed.status) {
-                // Interim responses are not forwarded: the server sent its own 100 Continue.
-                guard parsed.status != 101 else {
-                    fail(.invalidResponse("unexpected protocol switch"))
-                    return
-                }
-                continue
-            }
-            startResponse(parsed, framing: framing)
-            return
+            guard startResponse(storage) else { return }
         }
+    }
+
+    /// A whole response head read into an empty input while one is awaited, taken straight
+    /// from the read (`PlainSocketReader.offer`): copied once into the pool's head buffer, the
+    /// body bytes behind it put into the input before the response starts (through the input's
+    /// chain, each head cost its own pull-up, copy and drain). False for anything else (a
+    /// partial head, one past the limit, a body in progress): the usual way then decides.
+    func takeHead(_ connection: UpstreamConnection, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard state == .awaitingHead, let start = bytes.baseAddress,
+              let headLength = blankLineEnd(start, count: min(bytes.count, pool.configuration.maxResponseHeadBytes)) else {
+            return false
+        }
+        responseBytesSeen = true
+        let storage = pool.responseHeadBytes(UnsafeRawBufferPointer(rebasing: bytes[..<headLength]))
+        if headLength < bytes.count, evbuffer_add(connection.input, start + headLength, bytes.count - headLength) != 0 {
+            // Out of memory: as a read that cannot be stored ends the exchange.
+            fail(.connectionReset)
+            return true
+        }
+        if startResponse(storage) { readHead(connection) }
+        return true
+    }
+
+    /// Parses a response head and starts relaying it; true for an interim (1xx) response,
+    /// which is not forwarded (the server sent its own 100 Continue): the next head follows.
+    private func startResponse(_ storage: [UInt8]) -> Bool {
+        let parsed: HTTPResponseHead
+        let framing: BodyFraming
+        do {
+            parsed = try HTTPHeadParser.parseResponse(storage, fieldList: &pool.responseFieldList)
+            framing = try HTTPHeadParser.responseFraming(parsed, requestMethod: request.method)
+        } catch {
+            fail(.invalidResponse(error.message))
+            return false
+        }
+        if (100..<200).contains(parsed.status) {
+            guard parsed.status != 101 else {
+                fail(.invalidResponse("unexpected protocol switch"))
+                return false
+            }
+            return true
+        }
+        startResponse(parsed, framing: framing)
+        return false
     }
 
     private func startResponse(_ parsed: HTTPResponseHead, framing: BodyFraming) {

@@ -148,8 +148,13 @@ public final class UpstreamPool {
 
     /// The first `length` bytes of `input`, in the reused response-head buffer.
     func responseHeadBytes(from input: OpaquePointer, length: Int) -> [UInt8] {
+        responseHeadBytes(UnsafeRawBufferPointer(start: evbuffer_pullup(input, length), count: length))
+    }
+
+    /// `bytes` in the reused response-head buffer.
+    func responseHeadBytes(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         responseHead.removeAll(keepingCapacity: true)
-        responseHead.append(contentsOf: UnsafeRawBufferPointer(start: evbuffer_pullup(input, length), count: length))
+        responseHead.append(contentsOf: bytes)
         return responseHead
     }
 
