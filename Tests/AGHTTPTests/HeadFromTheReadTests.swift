@@ -1,4 +1,5 @@
 import AGTestSupport
+import Foundation
 @testable import AGHTTP
 import Testing
 
@@ -80,5 +81,44 @@ import Testing
         defer { proxy.stop() }
         let response = try #require(proxy.connect().exchange("GET", "/switch"))
         #expect(response.status == 502 && response.text.contains("upstream_unavailable"))
+    }
+
+    @Test func aBodyPartlyInTheHeadsReadIsCompletedFromTheNextRead() throws {
+        let rest = DispatchSemaphore(value: 0)
+        let upstream = try ScriptedUpstream { connection, _ in
+            guard ScriptedUpstream.readRequest(connection) != nil else { return }
+            connection.write("HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello")
+            // The rest only once the first part reached the client: two reads for the gateway.
+            rest.wait()
+            connection.write(" world")
+            _ = ScriptedUpstream.readRequest(connection)
+        }
+        defer { upstream.stop() }
+        let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
+        defer { proxy.stop() }
+        let client = proxy.connect()
+        #expect(client.write("GET /parts HTTP/1.1\r\nHost: x\r\n\r\n"))
+        let head = try #require(client.readHead())
+        #expect(head.value("Content-Length") == "11")
+        rest.signal()
+        var body: [UInt8] = []
+        #expect(client.readBody(.of(head.headers, defaultUntilClose: false)) { body.append(contentsOf: $0) })
+        #expect(String(decoding: body, as: UTF8.self) == "hello world")
+        #expect(proxy.waitForOutcomes(1).count == 1)
+    }
+
+    @Test func bytesPastTheBodyInTheSameReadRetireTheUpstreamConnection() throws {
+        let upstream = try ScriptedUpstream { connection, _ in
+            while ScriptedUpstream.readRequest(connection) != nil {
+                connection.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokJUNK")
+            }
+        }
+        defer { upstream.stop() }
+        let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
+        defer { proxy.stop() }
+        let client = proxy.connect()
+        #expect(client.exchange("GET", "/one")?.text == "ok")
+        #expect(client.exchange("GET", "/two")?.text == "ok")
+        #expect(upstream.accepted == 2)
     }
 }

@@ -45,6 +45,17 @@ struct BodyDecoder {
         return false
     }
 
+    /// Counts `count` body bytes at hand (read, not put into an input) towards a Content-Length
+    /// body: how many of them belong to it (the rest follow the body); nil for any other
+    /// framing, or a body already decoding, whose bytes go through `decode`.
+    mutating func takeLengthBytes(_ count: Int) -> Int? {
+        guard case .length(let remaining) = state, bytesDecoded == 0 else { return nil }
+        let taken = min(count, remaining)
+        bytesDecoded += taken
+        state = taken == remaining ? .done : .length(remaining: remaining - taken)
+        return taken
+    }
+
     /// Moves decoded body bytes from `input` to `output`, at most `budget` of them.
     mutating func decode(from input: OpaquePointer, into output: OpaquePointer, budget: Int = .max) -> Result {
         var budget = budget

@@ -216,10 +216,15 @@ final class HTTPServerConnection {
     /// Appends response body bytes: behind a pending head in the writer when they are few,
     /// else queued.
     func appendBody(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { appendBody($0) }
+    }
+
+    /// Appends response body bytes from memory, as `appendBody(_: [UInt8])` does.
+    func appendBody(_ bytes: UnsafeRawBufferPointer) {
         if headPending, bytes.count <= Self.bodyBytesSentWithHead {
             writer.append(bytes)
-        } else {
-            evbuffer_add_bytes(output, bytes)
+        } else if let start = bytes.baseAddress {
+            evbuffer_add(output, start, bytes.count)
         }
     }
 

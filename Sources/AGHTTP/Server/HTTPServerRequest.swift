@@ -181,6 +181,17 @@ public final class HTTPServerRequest {
         connection.flushOutput()
     }
 
+    /// Appends streamed body bytes from memory (not for a chunked response: `streamsChunked`).
+    func writeBody(_ bytes: UnsafeRawBufferPointer) {
+        guard let connection, case .streaming(chunked: false) = response else { return }
+        connection.appendBody(bytes)
+        connection.flushOutput()
+    }
+
+    /// The streamed response is being chunk-encoded: its body goes through `writeBody(_:)`
+    /// from a buffer.
+    var streamsChunked: Bool { response == .streaming(chunked: true) }
+
     /// Bytes waiting to be written to the client.
     var pendingOutput: Int { connection.map { evbuffer_get_length($0.output) } ?? 0 }
 

@@ -268,15 +268,22 @@ final class UpstreamExchange {
             }
             let storage = pool.responseHeadBytes(from: input, length: headLength)
             evbuffer_drain(input, headLength)
-            guard startResponse(storage) else { return }
+            guard let (parsed, framing) = parseHead(storage) else {
+                // An interim response: the final one follows (after a refused head, over).
+                if state == .awaitingHead { continue }
+                return
+            }
+            startResponse(parsed, framing: framing)
+            return
         }
     }
 
     /// A whole response head read into an empty input while one is awaited, taken straight
-    /// from the read (`PlainSocketReader.offer`): copied once into the pool's head buffer, the
-    /// body bytes behind it put into the input before the response starts (through the input's
-    /// chain, each head cost its own pull-up, copy and drain). False for anything else (a
-    /// partial head, one past the limit, a body in progress): the usual way then decides.
+    /// from the read (`PlainSocketReader.offer`): copied once into the pool's head buffer; a
+    /// Content-Length body behind it goes from the read to the client, anything else into the
+    /// input first (through the input's chain, each head cost its pull-up, copy and drain, and
+    /// its body a chain allocated, moved and freed). False for anything else (a partial head,
+    /// one past the limit, a body in progress): the usual way then decides.
     func takeHead(_ connection: UpstreamConnection, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard state == .awaitingHead, let start = bytes.baseAddress,
               let headLength = blankLineEnd(start, count: min(bytes.count, pool.configuration.maxResponseHeadBytes)) else {
@@ -284,18 +291,31 @@ final class UpstreamExchange {
         }
         responseBytesSeen = true
         let storage = pool.responseHeadBytes(UnsafeRawBufferPointer(rebasing: bytes[..<headLength]))
-        if headLength < bytes.count, evbuffer_add(connection.input, start + headLength, bytes.count - headLength) != 0 {
-            // Out of memory: as a read that cannot be stored ends the exchange.
-            fail(.connectionReset)
+        let rest = UnsafeRawBufferPointer(rebasing: bytes[headLength...])
+        let parsed = parseHead(storage)
+        guard let (head, framing) = parsed else {
+            // An interim response (or a refused head, the exchange then over): the rest is
+            // read the usual way.
+            if state == .awaitingHead { stash(rest, in: connection) }
             return true
         }
-        if startResponse(storage) { readHead(connection) }
+        startResponse(head, framing: framing, bodyAtHand: rest)
         return true
     }
 
-    /// Parses a response head and starts relaying it; true for an interim (1xx) response,
-    /// which is not forwarded (the server sent its own 100 Continue): the next head follows.
-    private func startResponse(_ storage: [UInt8]) -> Bool {
+    /// Puts bytes taken from a read into the input, as the reader would have.
+    private func stash(_ bytes: UnsafeRawBufferPointer, in connection: UpstreamConnection) {
+        guard let start = bytes.baseAddress, !bytes.isEmpty else { return }
+        guard evbuffer_add(connection.input, start, bytes.count) == 0 else {
+            // Out of memory: as a read that cannot be stored ends the exchange.
+            return fail(.connectionReset)
+        }
+        if state == .awaitingHead { readHead(connection) }
+    }
+
+    /// Parses a response head: nil when it was refused (the exchange failed) or is an interim
+    /// (1xx) response, which is not forwarded (the server sent its own 100 Continue).
+    private func parseHead(_ storage: [UInt8]) -> (HTTPResponseHead, BodyFraming)? {
         let parsed: HTTPResponseHead
         let framing: BodyFraming
         do {
@@ -303,20 +323,19 @@ final class UpstreamExchange {
             framing = try HTTPHeadParser.responseFraming(parsed, requestMethod: request.method)
         } catch {
             fail(.invalidResponse(error.message))
-            return false
+            return nil
         }
         if (100..<200).contains(parsed.status) {
-            guard parsed.status != 101 else {
-                fail(.invalidResponse("unexpected protocol switch"))
-                return false
-            }
-            return true
+            if parsed.status == 101 { fail(.invalidResponse("unexpected protocol switch")) }
+            return nil
         }
-        startResponse(parsed, framing: framing)
-        return false
+        return (parsed, framing)
     }
 
-    private func startResponse(_ parsed: HTTPResponseHead, framing: BodyFraming) {
+    /// Starts relaying the response. `bodyAtHand`: bytes read behind its head that are not in
+    /// the input (`takeHead`): a Content-Length body's go to the client from there, the rest
+    /// (any other framing, bytes past the body) into the input.
+    private func startResponse(_ parsed: HTTPResponseHead, framing: BodyFraming, bodyAtHand: UnsafeRawBufferPointer = .init(start: nil, count: 0)) {
         let headers = parsed.headers
         if parsed.versionMinor >= 1 {
             responseReusable = !headers.containsToken("close", in: .connection)
@@ -349,6 +368,17 @@ final class UpstreamExchange {
         let owner = self.owner
         request.startResponse(status: parsed.status, reason: reason, contentLength: contentLength) { writer in
             owner.writeResponseFields(parsed, into: &writer)
+        }
+        if !bodyAtHand.isEmpty, let connection {
+            var rest = bodyAtHand
+            if !request.streamsChunked, let taken = responseDecoder.takeLengthBytes(rest.count) {
+                request.writeBody(UnsafeRawBufferPointer(rebasing: rest[..<taken]))
+                rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
+            }
+            if let start = rest.baseAddress, !rest.isEmpty, evbuffer_add(connection.input, start, rest.count) != 0 {
+                // Out of memory: as a read that cannot be stored cuts the response.
+                return interrupt(.connectionReset)
+            }
         }
         pumpResponseBody()
         // The head waits for the first body bytes, so both usually leave in one write.
