@@ -221,8 +221,3 @@ func evbuffer_add_string(_ buffer: OpaquePointer, _ string: String) {
     var string = string
     string.withUTF8 { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
 }
-
-@inline(__always)
-func evbuffer_add_bytes(_ buffer: OpaquePointer, _ bytes: [UInt8]) {
-    bytes.withUnsafeBytes { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
-}

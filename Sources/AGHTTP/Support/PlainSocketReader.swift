@@ -62,8 +62,8 @@ final class PlainSocketReader {
     private let onEvent: (Int16) -> Void
     /// Offered a small read's bytes before they reach an empty input: true when the owner took
     /// them (and put whatever it left into the input itself); false, they go to the input and
-    /// `onReadable` runs as usual. A server connection takes a whole request head here
-    /// without passing it through the input's buffer chain.
+    /// `onReadable` runs as usual. Connections take a whole head here (a request's, a
+    /// response's and the body behind it) without passing it through the input's buffer chain.
     var offer: ((UnsafeRawBufferPointer) -> Bool)?
 
     /// `onReadable` runs after each read that added bytes; `onEvent` gets BEV_EVENT_* flags.
