@@ -85,6 +85,8 @@ public final class HTTPServer {
 
     /// Connections currently open.
     public var connectionCount: Int { connections.count }
+    /// How many connections have part of a head and wait for the rest (for tests).
+    var connectionsReadingHead: Int { connections.values.count { $0.machine.state == .readingHead } }
     /// Accepts that failed for lack of descriptors, since the server started.
     public private(set) var acceptFailures = 0
 

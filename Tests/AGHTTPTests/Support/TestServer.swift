@@ -22,6 +22,7 @@ final class TestServer: @unchecked Sendable {
     var handshakeFailures: [TLSHandshakeFailure] { handshakes.withLock { $0.failures } }
     var handshakeVersions: [String] { handshakes.withLock { $0.versions } }
     var connectionCount: Int { thread.sync { [self] in server?.connectionCount ?? 0 } }
+    var connectionsReadingHead: Int { thread.sync { [self] in server?.connectionsReadingHead ?? 0 } }
 
     /// `handler` runs on the loop for every parsed request; local replies get the gateway-like
     /// envelope with an `X-Request-ID` of `local-<n>`.
