@@ -304,10 +304,16 @@ final class HTTPServerConnection {
         guard !parsingInput else { return }
         parsingInput = true
         defer { parsingInput = false }
-        while current == nil, machine.state == .idle || machine.state == .readingHead, evbuffer_get_length(input) > 0 {
-            guard unsentBytes <= configuration.maxPendingOutput else { return }
+        while awaitingHead, evbuffer_get_length(input) > 0 {
             guard parseHead() else { return }
         }
+    }
+
+    /// No request in progress and the answers already queued under `maxPendingOutput`: the
+    /// next head may be read (from the input, or straight from a read by `takeHead`).
+    private var awaitingHead: Bool {
+        current == nil && (machine.state == .idle || machine.state == .readingHead)
+            && unsentBytes <= configuration.maxPendingOutput
     }
 
     /// Returns false when more input is needed or the connection is closing.
@@ -340,13 +346,11 @@ final class HTTPServerConnection {
     /// across the chain (~1,000 instructions per proxied request). False for anything else (a
     /// partial head, one past the limit, a request in progress): the usual way then decides.
     private func takeHead(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard current == nil, !parsingInput, machine.state == .idle || machine.state == .readingHead,
-              unsentBytes <= configuration.maxPendingOutput, let start = bytes.baseAddress,
+        guard !parsingInput, awaitingHead, let start = bytes.baseAddress,
               let headLength = blankLineEnd(start, count: min(bytes.count, configuration.maxHeadBytes)) else {
             return false
         }
-        headStorage.removeAll(keepingCapacity: true)
-        headStorage.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[..<headLength]))
+        storeHead(UnsafeRawBufferPointer(rebasing: bytes[..<headLength]))
         if headLength < bytes.count, evbuffer_add(input, start + headLength, bytes.count - headLength) != 0 {
             // Out of memory: closed, as a read that cannot be stored closes the connection.
             close()
@@ -383,9 +387,13 @@ final class HTTPServerConnection {
 
     /// Copies the first `length` input bytes into the reusable head buffer.
     private func copyHead(_ length: Int) {
+        storeHead(UnsafeRawBufferPointer(start: length > 0 ? evbuffer_pullup(input, length) : nil, count: length))
+    }
+
+    /// `bytes` in the reusable head buffer, replacing what it held.
+    private func storeHead(_ bytes: UnsafeRawBufferPointer) {
         headStorage.removeAll(keepingCapacity: true)
-        guard length > 0 else { return }
-        headStorage.append(contentsOf: UnsafeRawBufferPointer(start: evbuffer_pullup(input, length), count: length))
+        headStorage.append(contentsOf: bytes)
     }
 
     /// Answers a head the server will not serve (through the owner's renderer), then closes.

@@ -184,8 +184,7 @@ final class PlainSocketReader {
             got = bulk ? ag_read_socket(input, fd, UInt(min(room, Self.maxRead)))
                        : ag_read_socket_small(input, fd, UInt(min(room, Self.smallRead)))
             if got > 0 {
-                bulk = got >= Self.smallRead
-                if timeout != nil { lastProgress = Self.now() }
+                noteRead(got)
                 onReadable()
             }
         }
@@ -213,8 +212,7 @@ final class PlainSocketReader {
         var scratch: UnsafePointer<UInt8>?
         let got = ag_read_socket_scratch(fd, UInt(min(room, Self.smallRead)), &scratch)
         guard got > 0 else { return got }
-        bulk = got >= Self.smallRead
-        if timeout != nil { lastProgress = Self.now() }
+        noteRead(got)
         let bytes = UnsafeRawBufferPointer(start: scratch, count: got)
         if !offer(bytes) {
             guard evbuffer_add(input, scratch, got) == 0 else {
@@ -224,6 +222,12 @@ final class PlainSocketReader {
             onReadable()
         }
         return got
+    }
+
+    /// After a read of `got` bytes: the next read's size, and the timeout restarted.
+    private func noteRead(_ got: Int) {
+        bulk = got >= Self.smallRead
+        if timeout != nil { lastProgress = Self.now() }
     }
 
     /// The input reached the limit: reading stops until it drains below.

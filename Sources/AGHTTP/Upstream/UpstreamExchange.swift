@@ -303,11 +303,13 @@ final class UpstreamExchange {
         return true
     }
 
-    /// Puts bytes taken from a read into the input, as the reader would have.
+    /// Puts bytes taken from a read into the input, as the reader would have, and reads on
+    /// while a head is awaited (a body in progress is pumped by the caller).
     private func stash(_ bytes: UnsafeRawBufferPointer, in connection: UpstreamConnection) {
         guard let start = bytes.baseAddress, !bytes.isEmpty else { return }
         guard evbuffer_add(connection.input, start, bytes.count) == 0 else {
-            // Out of memory: as a read that cannot be stored ends the exchange.
+            // Out of memory: as a read that cannot be stored ends the exchange (cut short once
+            // the response has started).
             return fail(.connectionReset)
         }
         if state == .awaitingHead { readHead(connection) }
@@ -375,10 +377,8 @@ final class UpstreamExchange {
                 request.writeBody(UnsafeRawBufferPointer(rebasing: rest[..<taken]))
                 rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
             }
-            if let start = rest.baseAddress, !rest.isEmpty, evbuffer_add(connection.input, start, rest.count) != 0 {
-                // Out of memory: as a read that cannot be stored cuts the response.
-                return interrupt(.connectionReset)
-            }
+            stash(rest, in: connection)
+            guard state == .receivingBody else { return }
         }
         pumpResponseBody()
         // The head waits for the first body bytes, so both usually leave in one write.
