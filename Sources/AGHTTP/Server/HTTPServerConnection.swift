@@ -366,21 +366,23 @@ final class HTTPServerConnection {
     /// Parses the head in `headStorage` and hands the request to the server's handler (true),
     /// or refuses it (false: nothing more is read).
     private func startRequest() -> Bool {
-        let head: HTTPRequestHead
-        let framing: BodyFraming
+        // The head goes into the request where it is parsed: held in a local across the
+        // `do`, it was copied on the way (four references retained and released, ~230
+        // instructions per request).
+        let request: HTTPServerRequest
         do {
-            head = try HTTPHeadParser.parseRequest(headStorage, fieldList: &fieldList)
-            framing = try HTTPHeadParser.requestFraming(head)
+            let head = try HTTPHeadParser.parseRequest(headStorage, fieldList: &fieldList)
+            let framing = try HTTPHeadParser.requestFraming(head)
+            request = HTTPServerRequest(connection: self, head: head, framing: framing, remoteAddress: remoteAddress)
         } catch {
             refuse(HTTPLocalError(error))
             return false
         }
         cancelDeadline()
-        let request = HTTPServerRequest(connection: self, head: head, framing: framing, remoteAddress: remoteAddress)
         if server.isShuttingDown { request.keepAlive = false }
         machine.requestStarted(keepAlive: request.keepAlive)
         current = request
-        setTimeouts(read: framing == .none ? .off : .request)
+        setTimeouts(read: request.framing == .none ? .off : .request)
         server.handler(request)
         return true
     }

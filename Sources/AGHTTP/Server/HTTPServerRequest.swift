@@ -61,7 +61,6 @@ public final class HTTPServerRequest {
          localError: HTTPLocalError? = nil) {
         self.connection = connection
         self.isSecure = connection.isSecure
-        self.head = head
         self.framing = framing
         self.remoteAddress = remoteAddress
         self.localError = localError
@@ -76,6 +75,9 @@ public final class HTTPServerRequest {
         }
         expectContinuePending = head.versionMinor >= 1
             && head.headers.contains { $0.name == .expect && head.headers.value(of: $0, equalsIgnoringCase: "100-continue") }
+        // Stored last, when nothing reads the parameter any more: the head moves in instead of
+        // being copied (its four references retained here and released on return).
+        self.head = head
     }
 
     public var method: String { head.method }
