@@ -233,7 +233,7 @@ extension ForwardHeaders {
         return try! HTTPFields(parsing: writer.bytes + Array("\r\n".utf8))
     }
 
-    static func filterResponse(_ headers: inout HTTPHeaders, requestID: String, extra: HTTPHeaders,
+    static func filterResponse(_ headers: inout HTTPHeaders, requestID: RequestIdentifier, extra: HTTPHeaders,
                                rateLimit: TokenBucket.Decision? = nil) {
         let text = "HTTP/1.1 200 OK\r\n" + headers.fields.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
         let head = try! HTTPHeadParser.parseResponse(Array(text.utf8))

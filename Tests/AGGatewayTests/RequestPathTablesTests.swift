@@ -113,6 +113,21 @@ import Testing
         }
     }
 
+    /// A request's id kept inline spells the same UUID as the string form, 36 bytes and no
+    /// more (its storage has four spare bytes); an offered id is written as received.
+    @Test func inlineRequestIDsSpellTheSameBytes() {
+        var generator = Replay(words: [0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210])
+        let generated = RequestIdentifier(RequestID.newUUIDText(using: &generator))
+        #expect(generated.description == "efcdab89-6745-4301-9032-547698badcfe")
+        #expect(generated.withUTF8 { Array($0) } == Array("efcdab89-6745-4301-9032-547698badcfe".utf8))
+        let source = RequestIDSource()
+        let fresh = source.resolve(nil)
+        #expect(fresh.description.utf8.count == 36 && RequestID.isSane(fresh.description))
+        #expect(source.resolve(nil) != fresh)
+        #expect(source.resolve("abc-123_x.y:z").withUTF8 { Array($0) } == Array("abc-123_x.y:z".utf8))
+        #expect(source.resolve("bad id").description.utf8.count == 36)
+    }
+
     /// A worker counts runs of requests with the same labels in the last series' slot, without
     /// hashing them; the counts must come out as if every request were hashed, whatever the order.
     @Test func requestCountsSurviveTheLastSeriesShortcut() {
@@ -161,7 +176,7 @@ import Testing
             time += Int64.random(in: -600...1_500, using: &generator)
             let line = AccessLine(
                 unixMilliseconds: round % 97 == 0 ? Int64.random(in: -5_000...5_000, using: &generator) : time,
-                requestID: text(), method: text(), path: Substring(path()), tenant: text(), route: text(),
+                requestID: RequestIdentifier(text()), method: text(), path: Substring(path()), tenant: text(), route: text(),
                 status: [200, 204, 401, 429, 503, 0, -1].randomElement(using: &generator)!,
                 code: Bool.random(using: &generator) ? nil : text(),
                 durationMicroseconds: [0, 1, 999, 1_000, 173, 12_345_678, -5, Int.random(in: 0..<10_000_000, using: &generator),
@@ -184,7 +199,7 @@ import Testing
         let source = RequestIDSource()
         for offered in [nil, "", "a\"b", "x\\y", "line\nbreak", "\u{01}", "é", "ok-id_1.2:3", String(repeating: "a", count: 200)] {
             let id = source.resolve(offered)
-            #expect(JSONBytes.needsNoEscaping(id), "\(String(describing: offered)) -> \(id)")
+            #expect(JSONBytes.needsNoEscaping(id.description), "\(String(describing: offered)) -> \(id)")
         }
         let method = "!#$%&'*+-.^_`|~09AZaz"
         let head = try HTTPHeadParser.parseRequest(Array("\(method) / HTTP/1.1\r\nHost: h\r\n\r\n".utf8))

@@ -80,7 +80,7 @@ struct ClientHop: Sendable {
     let peerAddress: String
     /// The peer is in `server.trusted_proxies`: its `X-Forwarded-*` are believed and extended.
     let peerTrusted: Bool
-    let requestID: String
+    let requestID: RequestIdentifier
     /// `X-Forwarded-Proto` when the peer is not trusted to tell.
     var scheme = "http"
 }
@@ -170,15 +170,22 @@ enum ForwardHeaders {
             writer.append(inbound.storage[value.valueRange])
             writer.appendCRLF()
         }
-        writer.appendField(.xRequestID, hop.requestID)
+        appendRequestID(hop.requestID, into: &writer)
         writer.append(injected.bytes)
+    }
+
+    /// `X-Request-ID: <id>`, the id's bytes copied in.
+    private static func appendRequestID(_ id: RequestIdentifier, into writer: inout HTTPHeadWriter) {
+        writer.appendFieldName(.xRequestID)
+        id.withUTF8 { writer.append($0) }
+        writer.appendCRLF()
     }
 
     /// Writes an upstream response's fields for the client: hop-by-hop fields and the framing
     /// fields go (the server writes its own framing), the fields `Connection` lists go,
     /// `Proxy-Authenticate` goes, `X-Request-ID` becomes the gateway's, the `api` decision's
     /// `X-RateLimit-*` (`rateLimit`) and `extra` replace any of those names the upstream sent.
-    static func response(_ head: HTTPResponseHead, requestID: String, extra: HTTPHeaders,
+    static func response(_ head: HTTPResponseHead, requestID: RequestIdentifier, extra: HTTPHeaders,
                          rateLimit: TokenBucket.Decision? = nil, into writer: inout HTTPHeadWriter) {
         let fields = head.headers
         let options = connectionOptions(fields)
@@ -191,7 +198,7 @@ enum ForwardHeaders {
             if !extra.fields.isEmpty, extra.containsName(field.nameRange, of: fields) { continue }
             writer.appendField(field, of: fields)
         }
-        writer.appendField(.xRequestID, requestID)
+        appendRequestID(requestID, into: &writer)
         if let rateLimit {
             // The spelling of `RateLimitOutcome.headers`, written as digits straight into the head.
             writer.append("X-RateLimit-Limit: ")

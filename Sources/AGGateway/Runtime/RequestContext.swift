@@ -6,7 +6,7 @@ import AGPolicy
 /// the services it may use, and the headers every answer must carry.
 final class RequestContext {
     let request: any ServerExchange
-    let requestID: String
+    let requestID: RequestIdentifier
     let snapshot: GatewaySnapshot
     let services: RouteServices
     var tenant: Tenant?
@@ -47,7 +47,7 @@ final class RequestContext {
         var all = headers
         all.reserveCapacity(headers.count + 6 + extraHeaders.count)
         all.add("Content-Type", contentType)
-        all.add("X-Request-ID", requestID)
+        all.add("X-Request-ID", requestID.description)
         if all["Cache-Control"] == nil { all.add("Cache-Control", "no-store") }
         if let rateLimitDecision {
             for (name, value) in RateLimitOutcome.headers(rateLimitDecision) { all.add(name, value) }
@@ -62,7 +62,7 @@ final class RequestContext {
         errorCode = error.code
         var headers = HTTPHeaders()
         for (name, value) in error.headers { headers.add(name, value) }
-        respond(status: error.status, body: error.body(requestID: requestID), contentType: "application/json", headers: headers)
+        respond(status: error.status, body: error.body(requestID: requestID.description), contentType: "application/json", headers: headers)
     }
 
     /// Answers 503 `store_unavailable` for a store failure, and logs it.

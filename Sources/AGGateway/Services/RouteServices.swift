@@ -224,7 +224,7 @@ protocol AccessLogSink: AnyObject {
 /// The fields of one request's access-log line, in the order they are written.
 struct AccessLine {
     var unixMilliseconds: Int64
-    var requestID: String
+    var requestID: RequestIdentifier
     var method: String
     var path: Substring
     var tenant: String
@@ -242,7 +242,8 @@ final class RequestIDSource {
     private var generator = RequestIDGenerator()
 
     /// The client's id when it is sane, else a fresh one.
-    func resolve(_ offered: String?) -> String {
-        RequestID.resolve(offered, using: &generator)
+    func resolve(_ offered: String?) -> RequestIdentifier {
+        if let offered, RequestID.isSane(offered) { return RequestIdentifier(offered) }
+        return RequestIdentifier(RequestID.newUUIDText(using: &generator))
     }
 }

@@ -60,7 +60,10 @@ final class AccessLogBuffer: AccessLogSink {
         writer.append(decimal: millisecond)
         writer.append(byte: UInt8(ascii: "Z"))
         writer.append(Fragment.requestID)
-        appendClean(line.requestID, to: &writer)
+        assert(JSONBytes.needsNoEscaping(line.requestID.description), "an access-log request id that needs escaping")
+        writer.append(byte: UInt8(ascii: "\""))
+        line.requestID.withUTF8 { writer.append($0) }
+        writer.append(byte: UInt8(ascii: "\""))
         writer.append(Fragment.method)
         appendClean(line.method, to: &writer)
         writer.append(Fragment.path)

@@ -39,30 +39,42 @@ public enum RequestID {
     }
 
     public static func newUUID<G: RandomNumberGenerator>(using generator: inout G) -> String {
+        String(unsafeUninitializedCapacity: 36) { out in
+            spellUUID(using: &generator, into: UnsafeMutableRawBufferPointer(out))
+            return 36
+        }
+    }
+
+    /// A fresh UUID spelled into a request id's inline bytes (`RequestIdentifier`).
+    static func newUUIDText<G: RandomNumberGenerator>(using generator: inout G) -> RequestIdentifier.UUIDText {
+        var text = RequestIdentifier.UUIDText()
+        withUnsafeMutableBytes(of: &text) { spellUUID(using: &generator, into: $0) }
+        return text
+    }
+
+    /// Writes a version 4 UUID's 36 characters at the start of `out`.
+    private static func spellUUID<G: RandomNumberGenerator>(using generator: inout G, into out: UnsafeMutableRawBufferPointer) {
         // The 16 random bytes are the two words' bytes, least significant first; version (the
         // high nibble of byte 6: 4) and variant (the top bits of byte 8: 10) set as RFC 9562
         // asks, on the words. Written straight into the 36 output bytes.
         let first = (generator.next() as UInt64) & ~(0xF0 << 48) | (0x40 << 48)
         let second = (generator.next() as UInt64) & ~0xC0 | 0x80
-        return String(unsafeUninitializedCapacity: 36) { out in
-            // Each byte's two digits from the table of all 256 pairs, to where the layout puts
-            // them; the dashes at their fixed places (a digit at a time, with the dash test in
-            // the loop, cost ~400 instructions per request).
-            let pairs = hexPairs.utf8Start
-            let positions = digitPositions.utf8Start
-            for index in 0..<16 {
-                let word = index < 8 ? first : second
-                let byte = Int(truncatingIfNeeded: (word >> (8 &* UInt64(index & 7))) & 0xFF)
-                let position = Int(positions[index])
-                out[position] = pairs[byte &* 2]
-                out[position + 1] = pairs[byte &* 2 + 1]
-            }
-            out[8] = UInt8(ascii: "-")
-            out[13] = UInt8(ascii: "-")
-            out[18] = UInt8(ascii: "-")
-            out[23] = UInt8(ascii: "-")
-            return 36
+        // Each byte's two digits from the table of all 256 pairs, to where the layout puts
+        // them; the dashes at their fixed places (a digit at a time, with the dash test in
+        // the loop, cost ~400 instructions per request).
+        let pairs = hexPairs.utf8Start
+        let positions = digitPositions.utf8Start
+        for index in 0..<16 {
+            let word = index < 8 ? first : second
+            let byte = Int(truncatingIfNeeded: (word >> (8 &* UInt64(index & 7))) & 0xFF)
+            let position = Int(positions[index])
+            out[position] = pairs[byte &* 2]
+            out[position + 1] = pairs[byte &* 2 + 1]
         }
+        out[8] = UInt8(ascii: "-")
+        out[13] = UInt8(ascii: "-")
+        out[18] = UInt8(ascii: "-")
+        out[23] = UInt8(ascii: "-")
     }
 
     /// Where the digits of each of the 16 bytes start in `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
@@ -70,6 +82,47 @@ public enum RequestID {
 
     /// "00", "01", … "ff": the two lower-case hex digits of every byte value.
     private static let hexPairs: StaticString = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
+}
+
+/// One request's id as its answers and log line carry it: the client's own (when
+/// `RequestID.isSane`) or a fresh UUID kept as its 36 characters inside the value. A generated
+/// id is spelled once and written as bytes wherever it goes; as a `String` it cost an
+/// allocation, a UTF-8 check, its references' traffic and a free (~600 instructions per
+/// proxied request).
+struct RequestIdentifier: Sendable, Equatable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// A UUID's 36 ASCII bytes in five words (the last four bytes unused, zero).
+    struct UUIDText: Sendable, Equatable {
+        var words: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+
+        static func == (lhs: UUIDText, rhs: UUIDText) -> Bool { lhs.words == rhs.words }
+    }
+
+    private enum Spelling: Sendable, Equatable {
+        case offered(String)
+        case generated(UUIDText)
+    }
+
+    private let spelling: Spelling
+
+    /// The client's id, already found sane (or a test's).
+    init(_ offered: String) { spelling = .offered(offered) }
+
+    init(stringLiteral value: String) { self.init(value) }
+
+    init(_ generated: UUIDText) { spelling = .generated(generated) }
+
+    /// The id's bytes (ASCII), for the time of `body`.
+    func withUTF8<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        switch spelling {
+        case .offered(let text):
+            var text = text
+            return try text.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+        case .generated(let uuid):
+            return try withUnsafeBytes(of: uuid) { try body(UnsafeRawBufferPointer(rebasing: $0.prefix(36))) }
+        }
+    }
+
+    var description: String { withUTF8 { String(decoding: $0, as: UTF8.self) } }
 }
 
 /// Request ids need to be unique, not secret: a per-worker xoshiro256** generator seeded once

@@ -259,7 +259,7 @@ final class RecordingAccessLog: AccessLogSink {
         var json = JSONObjectWriter()
         json.add("ts", UTCDateTime(unixMilliseconds: line.unixMilliseconds), fractional: true)
         json.add("type", "access")
-        json.add("requestId", line.requestID)
+        json.add("requestId", line.requestID.description)
         json.add("method", line.method)
         json.add("path", line.path)
         json.add("tenant", line.tenant)

@@ -11,7 +11,7 @@ extension RequestContext {
         errorCode = error.code
         var headers = extra
         if let retryAfter = error.retryAfter { headers.add("Retry-After", String(retryAfter)) }
-        respond(status: error.status, body: error.body(requestID: requestID), contentType: "application/json", headers: headers)
+        respond(status: error.status, body: error.body(requestID: requestID.description), contentType: "application/json", headers: headers)
     }
 
     /// Applies a rate-limit outcome the OAuth way: adds the `X-RateLimit-*` headers to whatever
