@@ -78,6 +78,10 @@ final class WorkerMetrics: MetricsSink, Sendable {
         var series: String {
             "attestgate_requests_total{tenant=\"\(tenant)\",route=\"\(route)\",status=\"\(status)\",code=\"\(code ?? "")\"}"
         }
+
+        func matches(tenant: String, route: String, status: Int, code: String?) -> Bool {
+            self.status == status && self.tenant == tenant && self.route == route && self.code == code
+        }
     }
 
     struct State {
@@ -105,15 +109,17 @@ final class WorkerMetrics: MetricsSink, Sendable {
 
     /// Counts one answered request and its latency.
     func recordRequest(tenant: String, route: String, status: Int, code: String?, seconds: Double) {
-        let labels = RequestLabels(tenant: tenant, route: route, status: status, code: code)
         let bucket = Self.latencyBounds.firstIndex { seconds <= $0 } ?? Self.latencyBounds.count
         state.withLock { state in
             // A busy worker answers run after run of requests with the same labels: the last
-            // series' slot is compared (strings that share storage compare at once) before the
-            // dictionary hashes four fields.
-            if state.lastLabels == labels {
+            // series' labels are compared in place (strings that share storage compare at
+            // once) before the dictionary hashes four fields. Labels are built only for a new
+            // run: building them per request, comparing and keeping a copy retained and
+            // released their three strings twice (~250 instructions).
+            if state.lastLabels?.matches(tenant: tenant, route: route, status: status, code: code) == true {
                 state.requestCounts[state.lastSlot] += 1
             } else {
+                let labels = RequestLabels(tenant: tenant, route: route, status: status, code: code)
                 let slot = state.requestSlots[labels] ?? {
                     state.requestCounts.append(0)
                     state.requestSlots[labels] = state.requestCounts.count - 1
