@@ -8,7 +8,10 @@ import Synchronization
 /// the time instead of sleeping. In production it is `AlignedTime`: this host's clock corrected
 /// by its measured offset from the Redis clock, so instances whose clocks disagree still share
 /// one timeline.
-public protocol TimeSource: Sendable {
+///
+/// Class-bound: reading the time through an `any TimeSource` copied the existential (and
+/// destroyed the copy) on every read, several per request; a class reference is retained.
+public protocol TimeSource: AnyObject, Sendable {
     /// Unix time in microseconds.
     var nowMicroseconds: Int64 { get }
 }
@@ -23,7 +26,7 @@ extension TimeSource {
 }
 
 /// This host's clock, unadjusted.
-public struct SystemTime: TimeSource {
+public final class SystemTime: TimeSource {
     public init() {}
 
     public var nowMicroseconds: Int64 { TokenBucket.wallClockMicroseconds() }
