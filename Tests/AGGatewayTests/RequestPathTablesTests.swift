@@ -133,8 +133,11 @@ import Testing
     @Test func requestCountsSurviveTheLastSeriesShortcut() {
         let registry = MetricsRegistry()
         let worker = registry.makeWorkerMetrics()
+        // Neighbours differ in one label each, the code included (nil, and two codes of one status).
         let labels: [(String, String, Int, String?)] = [("A.app", "proxy", 200, nil), ("A.app", "proxy", 429, "rate_limited"),
-                                                         ("B.app", "proxy", 200, nil), ("A.app", "challenge", 200, nil)]
+                                                         ("B.app", "proxy", 200, nil), ("A.app", "challenge", 200, nil),
+                                                         ("A.app", "proxy", 503, nil), ("A.app", "proxy", 503, "store_unavailable"),
+                                                         ("A.app", "proxy", 503, "upstream_unavailable")]
         var expected = [Int](repeating: 0, count: labels.count)
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2_000 {
