@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The parsed start line and header fields of an HTTP/1.x request.
 public struct HTTPRequestHead: Sendable {
     public let method: String
@@ -87,18 +91,20 @@ struct LineCursor {
     var position = 0
 
     /// The next line's range (without its CRLF); nil at the end of the bytes.
+    ///
+    /// The line feed is found by `memchr` (a byte loop here cost ~10 instructions a byte, a
+    /// start line ~250).
     mutating func next(_ bytes: Span<UInt8>) throws(HTTPParseError) -> Range<Int>? {
-        var index = position
-        while index < bytes.count {
-            if bytes[index] == 0x0A {
-                guard index > position, bytes[index - 1] == 0x0D else { throw .malformed("bare LF line ending") }
-                let line = position..<(index - 1)
-                position = index + 1
-                return line
-            }
-            index += 1
+        let start = position
+        guard start < bytes.count else { return nil }
+        let found = bytes.withUnsafeBufferPointer { buffer -> Int? in
+            guard let base = buffer.baseAddress, let hit = memchr(base + start, 0x0A, buffer.count - start) else { return nil }
+            return UnsafeRawPointer(hit) - UnsafeRawPointer(base)
         }
-        return nil
+        guard let index = found else { return nil }
+        guard index > start, bytes[index - 1] == 0x0D else { throw .malformed("bare LF line ending") }
+        position = index + 1
+        return start..<(index - 1)
     }
 }
 

@@ -150,6 +150,8 @@ public enum HTTPHeadParser {
 
     private static let chunkedToken = Array("chunked".utf8)
     private static let versionPrefix = Array("HTTP/1.".utf8)
+    /// "HTTP/1." read as a little-endian word (its eighth byte zero).
+    private static let versionPrefixWord: UInt64 = 0x2E_31_2F_50_54_54_48
 
     /// A Content-Length value: 1 to 18 decimal digits, nothing else.
     public static func parseContentLength(_ value: ArraySlice<UInt8>) -> Int? {
@@ -163,6 +165,18 @@ public enum HTTPHeadParser {
     }
 
     private static func parseVersion(_ bytes: Span<UInt8>, _ range: Range<Int>) throws(HTTPParseError) -> Int {
+        // "HTTP/1.0" and "HTTP/1.1" as one eight-byte load, the prefix compared as a word (the
+        // byte-wise comparison with the prefix array cost ~110 instructions per head).
+        if range.count == 8 {
+            let word = UInt64(littleEndian: bytes.bytes.unsafeLoadUnaligned(fromByteOffset: range.lowerBound, as: UInt64.self))
+            if word & 0x00FF_FFFF_FFFF_FFFF == versionPrefixWord {
+                switch word >> 56 {
+                case UInt64(UInt8(ascii: "0")): return 0
+                case UInt64(UInt8(ascii: "1")): return 1
+                default: break
+                }
+            }
+        }
         let prefix = versionPrefix
         guard range.count == 8, (0..<7).allSatisfy({ bytes[range.lowerBound + $0] == prefix[$0] }) else {
             if range.count >= 5, (0..<5).allSatisfy({ bytes[range.lowerBound + $0] == prefix[$0] }) { throw .unsupportedVersion }
