@@ -54,6 +54,31 @@ struct HTTPHeadParserTests {
         #expect(!HTTPFields().equalsIgnoringCase(0..<1, Array("a".utf8)))
     }
 
+    /// The constant form (`StaticString`, lower case) compares eight bytes at a time, lowered
+    /// as a word, then the tail byte by byte: equal in any case, unequal by one byte in either
+    /// part, by length, or by a byte that differs from a letter only in bit 5 ("@" against
+    /// "`", "[" against "{") or only in its high bit (obs-text is not lowered).
+    @Test func fieldBytesCompareWithLowerCaseConstants() throws {
+        func compare(_ value: [UInt8], _ constant: StaticString) throws -> Bool {
+            let head = try HTTPHeadParser.parseRequest(Array("GET / HTTP/1.1\r\nHost: h\r\nX: ".utf8) + value + Array("\r\n\r\n".utf8))
+            let field = try #require(head.headers.first { $0.nameRange.count == 1 })
+            return head.headers.equalsIgnoringCase(field.valueRange, constant)
+        }
+        let rows: [(value: String, constant: StaticString, equal: Bool)] = [
+            ("keep-alive", "keep-alive", true), ("Keep-Alive", "keep-alive", true), ("KEEP-ALIVE", "keep-alive", true),
+            ("keep-alivf", "keep-alive", false), ("keeq-alive", "keep-alive", false), ("kEEP-ALIV", "keep-alive", false),
+            ("keep-alive!", "keep-alive", false), ("@EEP-ALIVE", "`eep-alive", false), ("`EEP-ALIVE", "`eep-alive", true),
+            ("[EEP-ALIVE", "{eep-alive", false),
+            ("X-Forwarded-Host", "x-forwarded-host", true), ("X-Forwarded-Hosu", "x-forwarded-host", false),
+            ("BEARER1", "bearer1", true), ("Bearer!", "bearer1", false), ("", "", true), ("a", "", false),
+        ]
+        for row in rows {
+            #expect(try compare(Array(row.value.utf8), row.constant) == row.equal, "\(row.value) against \(row.constant)")
+        }
+        // "KEEP-ALIVE" with its K's high bit set (0xCB): obs-text, not a letter.
+        #expect(try !compare([0xCB] + Array("EEP-ALIVE".utf8), "keep-alive"))
+    }
+
     /// The path ends at the first `?`; the query is everything after it, empty or not.
     @Test func pathAndQuerySplitAtTheFirstQuestionMark() throws {
         let cases: [(target: String, path: String, query: String?)] = [

@@ -250,7 +250,7 @@ enum ForwardHeaders {
         return options
     }
 
-    private static let keepAliveOption = Array("keep-alive".utf8)
+    private static var keepAliveOption: StaticString { "keep-alive" }
 
     private static func isListed(_ field: HTTPField, _ options: [Range<Int>], _ fields: HTTPFields) -> Bool {
         guard !options.isEmpty else { return false }

@@ -70,8 +70,8 @@ struct TokenHeaderName: Sendable {
 /// Finds the token in a request, on the head's bytes: its range there, so that a cached token
 /// is recognised without a `String` made of it (`TokenCache`); `extract` makes the `String`.
 enum BearerToken {
-    private static let scheme = Array("bearer ".utf8)
-    private static let bareScheme = Array("bearer".utf8)
+    private static var scheme: StaticString { "bearer " }
+    private static var bareScheme: StaticString { "bearer" }
 
     /// The token in `header`: for `Authorization`, `Bearer <token>` (scheme in any case); for
     /// another header, the raw token or the same `Bearer` form. Anything else, including an
@@ -90,8 +90,8 @@ enum BearerToken {
         var start = value.lowerBound, end = value.upperBound
         while start < end, isBlank(bytes[start]) { start += 1 }
         while end > start, isBlank(bytes[end - 1]) { end -= 1 }
-        if end - start > scheme.count, headers.equalsIgnoringCase(start..<start + scheme.count, scheme) {
-            start += scheme.count
+        if end - start > scheme.utf8CodeUnitCount, headers.equalsIgnoringCase(start..<start + scheme.utf8CodeUnitCount, scheme) {
+            start += scheme.utf8CodeUnitCount
             while start < end, isBlank(bytes[start]) { start += 1 }
             guard start < end else { throw .missing }
             return start..<end

@@ -155,6 +155,19 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
         return (.other, .other)
     }
 
+    /// `word`'s eight bytes with A–Z lowered, the others (obs-text included) unchanged.
+    /// Upper-case bytes are found on their low seven bits (no carry leaves a byte): at least
+    /// "A" and not past "Z", high bit clear.
+    @inline(__always)
+    static func loweredWord(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        let low = word & ~high
+        let atLeastA = (low &+ ones &* (0x80 - 0x41)) & high
+        let pastZ = (low &+ ones &* (0x80 - 0x5B)) & high
+        return word | ((atLeastA & ~pastZ & ~word) >> 2)
+    }
+
     /// The first `min(length, 8)` bytes from `start` as a little-endian word, the bytes past
     /// them zero, A–Z lowered and `_` read as `-` (and flagged in `underscores`). One unaligned
     /// load when eight bytes are there to read (a name is followed by at least its colon and
@@ -170,12 +183,7 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
         }
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
-        // Upper-case bytes, found on their low seven bits (no carry leaves a byte): at least
-        // "A" and not past "Z", high bit clear.
-        let low = word & ~high
-        let atLeastA = (low &+ ones &* (0x80 - 0x41)) & high
-        let pastZ = (low &+ ones &* (0x80 - 0x5B)) & high
-        word |= (atLeastA & ~pastZ & ~word) >> 2
+        word = loweredWord(word)
         // "_" bytes, exactly (a zero byte of word ^ "_…", tested without a borrow), become "-".
         let x = word ^ (ones &* 0x5F)
         let isUnderscore = ~(((x & ~high) &+ ~high) | x | ~high)
