@@ -180,16 +180,36 @@ import Testing
             let line = AccessLine(
                 unixMilliseconds: round % 97 == 0 ? Int64.random(in: -5_000...5_000, using: &generator) : time,
                 requestID: RequestIdentifier(text()), method: text(), path: Substring(path()), tenant: text(), route: text(),
-                status: [200, 204, 401, 429, 503, 0, -1].randomElement(using: &generator)!,
+                status: [200, 204, 401, 429, 503, 0, -1, Int.min, Int.max].randomElement(using: &generator)!,
                 code: Bool.random(using: &generator) ? nil : text(),
                 durationMicroseconds: [0, 1, 999, 1_000, 173, 12_345_678, -5, Int.random(in: 0..<10_000_000, using: &generator),
-                                       2_000_000_000_000_000_001].randomElement(using: &generator)!,
+                                       2_000_000_000_000_000_001, -999_999_999_999_999, 1_000_000_000_000_000,
+                                       Int.min].randomElement(using: &generator)!,
                 upstreamMicroseconds: Bool.random(using: &generator) ? nil : Int.random(in: 0..<5_000_000, using: &generator),
                 client: text())
             reference.appendAccess(line)
             var bytes: [UInt8] = []
             AccessLogBuffer.write(line, clock: &clock, to: &bytes)
             #expect(String(decoding: bytes, as: UTF8.self) == reference.lines.last, "\(line)")
+        }
+    }
+
+    /// A line is written into room reserved for it once (plain stores, no check per piece):
+    /// lines whose every value is long — longer than the room's slack for the fixed parts —
+    /// spell what the reference spells and stay within their room (writing past it traps).
+    @Test func accessLinesWithLongValuesFitTheRoomTheyReserve() {
+        let reference = RecordingAccessLog()
+        var clock = RFC3339Clock()
+        let long = String(repeating: "a", count: 300)
+        for path in [String(repeating: "/x", count: 1_500), String(repeating: "\"\u{01}", count: 300)] {
+            let line = AccessLine(unixMilliseconds: 1_796_022_230_123, requestID: RequestIdentifier(String(repeating: "r", count: 128)),
+                                  method: long, path: Substring(path), tenant: long, route: long, status: Int.min, code: long,
+                                  durationMicroseconds: -999_999_999_999_999, upstreamMicroseconds: Int.min,
+                                  client: String(repeating: "f", count: 200))
+            reference.appendAccess(line)
+            var bytes: [UInt8] = []
+            AccessLogBuffer.write(line, clock: &clock, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == reference.lines.last)
         }
     }
 

@@ -122,6 +122,14 @@ struct RequestIdentifier: Sendable, Equatable, CustomStringConvertible, Expressi
         }
     }
 
+    /// The id's length in bytes.
+    var utf8Count: Int {
+        switch spelling {
+        case .offered(let text): text.utf8.count
+        case .generated: 36
+        }
+    }
+
     var description: String { withUTF8 { String(decoding: $0, as: UTF8.self) } }
 }
 

@@ -125,10 +125,20 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
         appendByte(byte)
     }
 
-    /// Appends `value` in decimal: the digits are counted first, then written in place from
-    /// the last, two at a time from a table of the pairs "00" to "99" (a digit at a time, as
-    /// before, cost ~170 instructions for a ten-digit number; five go into each proxied answer).
+    /// Appends `value` in decimal (`writeDecimal`; five go into each proxied answer).
     public mutating func append(decimal value: Int) {
+        reserve(Self.maxDecimalLength)
+        count += Self.writeDecimal(value, at: base + count)
+    }
+
+    /// The most bytes `writeDecimal` writes: a sign and 19 digits.
+    public static let maxDecimalLength = 20
+
+    /// Writes `value` in decimal at `out` (room for `maxDecimalLength` bytes) and returns how
+    /// many bytes it wrote: the digits are counted first, then written in place from the last,
+    /// two at a time from a table of the pairs "00" to "99" (a digit at a time, as before, cost
+    /// ~170 instructions for a ten-digit number).
+    public static func writeDecimal(_ value: Int, at out: UnsafeMutablePointer<UInt8>) -> Int {
         var rest = value.magnitude
         var digitCount = 1
         var scale: UInt = 10
@@ -136,25 +146,38 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
             digitCount += 1
             scale &*= 10
         }
-        if value < 0 { appendByte(UInt8(ascii: "-")) }
-        reserve(digitCount)
-        var at = count + digitCount
-        let pairs = Self.digitPairs.utf8Start
+        var start = out
+        if value < 0 {
+            out.pointee = UInt8(ascii: "-")
+            start += 1
+        }
+        var at = digitCount
+        let pairs = digitPairs.utf8Start
         while rest >= 100 {
             let pair = Int(truncatingIfNeeded: rest % 100) &* 2
             rest /= 100
             at -= 2
-            base[at] = pairs[pair]
-            base[at + 1] = pairs[pair + 1]
+            start[at] = pairs[pair]
+            start[at + 1] = pairs[pair + 1]
         }
         if rest >= 10 {
             let pair = Int(truncatingIfNeeded: rest) &* 2
-            base[at - 2] = pairs[pair]
-            base[at - 1] = pairs[pair + 1]
+            start[at - 2] = pairs[pair]
+            start[at - 1] = pairs[pair + 1]
         } else {
-            base[at - 1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest)
+            start[at - 1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest)
         }
-        count += digitCount
+        return digitCount + (value < 0 ? 1 : 0)
+    }
+
+    /// Lets `body` write up to `limit` bytes straight into the buffer (the room reserved first,
+    /// so a line of many small pieces needs one capacity check, not one per piece) and keeps
+    /// the count it returns. Writing past `limit` is the caller's bug: trapped at the return.
+    public mutating func appendWriting(upTo limit: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
+        reserve(limit)
+        let written = body(base + count)
+        precondition(written >= 0 && written <= limit, "wrote past the reserved room")
+        count += written
     }
 
     private static let digitPairs: StaticString = """
