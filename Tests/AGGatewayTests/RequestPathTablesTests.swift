@@ -111,6 +111,25 @@ import Testing
             #expect(Array(id.utf8)[14] == UInt8(ascii: "4"))
             #expect("89ab".utf8.contains(Array(id.utf8)[19]))
         }
+        // Against a byte-by-byte spelling of the same two words (version and variant set).
+        var words = SystemRandomNumberGenerator()
+        for _ in 0..<1_000 {
+            let pair: [UInt64] = [words.next(), words.next()]
+            var replay = Replay(words: pair)
+            let first: UInt64 = pair[0] & ~(0xF0 << 48) | (0x40 << 48)
+            let second: UInt64 = pair[1] & ~0xC0 | 0x80
+            var hex = ""
+            for word in [first, second] {
+                for index in 0..<8 {
+                    let byte = UInt8(truncatingIfNeeded: word >> (8 * UInt64(index)))
+                    hex += (byte < 16 ? "0" : "") + String(byte, radix: 16)
+                }
+            }
+            let digits = Array(hex)
+            let groups: [Range<Int>] = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32]
+            let expected = groups.map { String(digits[$0]) }.joined(separator: "-")
+            #expect(RequestID.newUUID(using: &replay) == expected)
+        }
     }
 
     /// A request's id kept inline spells the same UUID as the string form, 36 bytes and no
