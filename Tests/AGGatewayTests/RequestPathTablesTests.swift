@@ -133,18 +133,39 @@ import Testing
     }
 
     /// A request's id kept inline spells the same UUID as the string form, 36 bytes and no
-    /// more (its storage has four spare bytes); an offered id is written as received.
+    /// more (its last word has four spare bytes), into a head and into an access line; an
+    /// offered id is written as received.
     @Test func inlineRequestIDsSpellTheSameBytes() {
+        func written(_ id: RequestIdentifier) -> [UInt8] {
+            var writer = HTTPHeadWriter()
+            writer.append("<")
+            id.write(to: &writer)
+            writer.append(">")
+            return writer.bytes
+        }
         var generator = Replay(words: [0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210])
         let generated = RequestIdentifier(RequestID.newUUIDText(using: &generator))
         #expect(generated.description == "efcdab89-6745-4301-9032-547698badcfe")
-        #expect(generated.withUTF8 { Array($0) } == Array("efcdab89-6745-4301-9032-547698badcfe".utf8))
+        #expect(written(generated) == Array("<efcdab89-6745-4301-9032-547698badcfe>".utf8))
         let source = RequestIDSource()
         let fresh = source.resolve(nil)
         #expect(fresh.description.utf8.count == 36 && RequestID.isSane(fresh.description))
+        #expect(written(fresh) == Array("<\(fresh.description)>".utf8))
         #expect(source.resolve(nil) != fresh)
-        #expect(source.resolve("abc-123_x.y:z").withUTF8 { Array($0) } == Array("abc-123_x.y:z".utf8))
+        #expect(written(source.resolve("abc-123_x.y:z")) == Array("<abc-123_x.y:z>".utf8))
         #expect(source.resolve("bad id").description.utf8.count == 36)
+        // In an access line, where the id is stored a word at a time into reserved room.
+        let reference = RecordingAccessLog()
+        var clock = RFC3339Clock()
+        for id in [generated, fresh] {
+            let line = AccessLine(unixMilliseconds: 1_796_022_230_123, requestID: id, method: "GET", path: "/p", tenant: "T.b",
+                                  route: "proxy", status: 200, code: nil, durationMicroseconds: 173, upstreamMicroseconds: 90,
+                                  client: "127.0.0.1")
+            reference.appendAccess(line)
+            var bytes: [UInt8] = []
+            AccessLogBuffer.write(line, clock: &clock, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == reference.lines.last)
+        }
     }
 
     /// A worker counts runs of requests with the same labels in the last series' slot, without

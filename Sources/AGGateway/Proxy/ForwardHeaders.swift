@@ -177,7 +177,7 @@ enum ForwardHeaders {
     /// `X-Request-ID: <id>`, the id's bytes copied in.
     private static func appendRequestID(_ id: RequestIdentifier, into writer: inout HTTPHeadWriter) {
         writer.appendFieldName(.xRequestID)
-        id.withUTF8 { writer.append($0) }
+        id.write(to: &writer)
         writer.appendCRLF()
     }
 

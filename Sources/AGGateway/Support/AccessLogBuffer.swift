@@ -69,10 +69,9 @@ final class AccessLogBuffer: AccessLogSink {
         // One capacity check for the line, then plain stores: through the writer's checked
         // appends (a call and a check each, some thirty per line) the line cost ~2.4 k
         // instructions per proxied request.
-        writer.appendWriting(upTo: room) { start in
-            var out = ByteCursor(start)
+        writer.appendWriting(upTo: room) { out in
             out.put(Fragment.time)
-            second.withUnsafeBytes { out.put($0) }
+            out.put(second)
             out.put(UInt8(ascii: "."))
             if millisecond < 100 { out.put(UInt8(ascii: "0")) }
             if millisecond < 10 { out.put(UInt8(ascii: "0")) }
@@ -81,27 +80,27 @@ final class AccessLogBuffer: AccessLogSink {
             out.put(Fragment.requestID)
             assert(JSONBytes.needsNoEscaping(line.requestID.description), "an access-log request id that needs escaping")
             out.put(UInt8(ascii: "\""))
-            line.requestID.withUTF8 { out.put($0) }
+            line.requestID.write(to: &out)
             out.put(UInt8(ascii: "\""))
             out.put(Fragment.method)
-            out.putClean(line.method)
+            putClean(line.method, &out)
             out.put(Fragment.path)
             if pathIsClean {
                 out.put(UInt8(ascii: "\""))
                 out.put(line.path)
                 out.put(UInt8(ascii: "\""))
             } else {
-                scratch.withUnsafeBytes { out.put($0) }
+                out.put(scratch)
             }
             out.put(Fragment.tenant)
-            out.putClean(line.tenant)
+            putClean(line.tenant, &out)
             out.put(Fragment.route)
-            out.putClean(line.route)
+            putClean(line.route, &out)
             out.put(Fragment.status)
             out.putDecimal(line.status)
             if let code = line.code {
                 out.put(Fragment.code)
-                out.putClean(code)
+                putClean(code, &out)
             }
             out.put(Fragment.duration)
             duration.write(to: &out)
@@ -110,68 +109,28 @@ final class AccessLogBuffer: AccessLogSink {
                 upstream.write(to: &out)
             }
             out.put(Fragment.client)
-            out.putClean(line.client)
+            putClean(line.client, &out)
             out.put(UInt8(ascii: "}"))
-            return out.at - start
         }
     }
 
     /// Room for everything in a line but its values: the fragments (~140 bytes), seven pairs of
-    /// quotes, the time's `.`, three digits and `Z`, the status (at most 20 bytes), the `}`.
+    /// quotes, the time's `.`, three digits and `Z`, the status (at most 20 bytes), the `}`, and
+    /// the four bytes past a generated request id that its last word's store touches.
     private static let fixedRoom = 256
 
-    /// Where the line's bytes go: plain stores into room reserved for the whole line.
-    private struct ByteCursor {
-        var at: UnsafeMutablePointer<UInt8>
-
-        init(_ start: UnsafeMutablePointer<UInt8>) { at = start }
-
-        mutating func put(_ byte: UInt8) {
-            at.pointee = byte
-            at += 1
-        }
-
-        mutating func put(_ text: StaticString) {
-            let count = text.utf8CodeUnitCount
-            at.update(from: text.utf8Start, count: count)
-            at += count
-        }
-
-        mutating func put(_ bytes: UnsafeRawBufferPointer) {
-            guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
-            UnsafeMutableRawPointer(at).copyMemory(from: source, byteCount: bytes.count)
-            at += bytes.count
-        }
-
-        mutating func put(_ text: String) {
-            if text.utf8.withContiguousStorageIfAvailable({ put(UnsafeRawBufferPointer($0)) }) == nil {
-                for byte in text.utf8 { put(byte) }
-            }
-        }
-
-        mutating func put(_ text: Substring) {
-            if text.utf8.withContiguousStorageIfAvailable({ put(UnsafeRawBufferPointer($0)) }) == nil {
-                for byte in text.utf8 { put(byte) }
-            }
-        }
-
-        mutating func putDecimal(_ value: Int) {
-            at += HTTPHeadWriter.writeDecimal(value, at: at)
-        }
-
-        /// A value that needs no JSON escaping by construction, quoted and copied without the
-        /// byte scan (~100 instructions a value, six per line): request ids are
-        /// `RequestID.isSane`'s `[A-Za-z0-9._:-]` or a fresh UUID; methods are token
-        /// characters (the parser refuses anything else); App IDs passed the config's team-ID
-        /// and bundle-ID checks; routes and error codes are the gateway's own constants; the
-        /// client is an address the gateway formatted. Only the path, the one value a client
-        /// chooses freely, is scanned. Debug builds (every test run) check the claim.
-        mutating func putClean(_ text: String) {
-            assert(JSONBytes.needsNoEscaping(text), "an access-log value that needs escaping: \(text)")
-            put(UInt8(ascii: "\""))
-            put(text)
-            put(UInt8(ascii: "\""))
-        }
+    /// A value that needs no JSON escaping by construction, quoted and copied without the
+    /// byte scan (~100 instructions a value, six per line): request ids are
+    /// `RequestID.isSane`'s `[A-Za-z0-9._:-]` or a fresh UUID; methods are token characters
+    /// (the parser refuses anything else); App IDs passed the config's team-ID and bundle-ID
+    /// checks; routes and error codes are the gateway's own constants; the client is an
+    /// address the gateway formatted. Only the path, the one value a client chooses freely,
+    /// is scanned. Debug builds (every test run) check the claim.
+    private static func putClean(_ text: String, _ out: inout ByteCursor) {
+        assert(JSONBytes.needsNoEscaping(text), "an access-log value that needs escaping: \(text)")
+        out.put(UInt8(ascii: "\""))
+        out.put(text)
+        out.put(UInt8(ascii: "\""))
     }
 
     /// `value / 1000` as `JSONBytes.appendThousandths` spells it (`12.5`, `0.001`, `3.0`):
@@ -197,7 +156,7 @@ final class AccessLogBuffer: AccessLogSink {
         var room: Int { spelled?.count ?? 20 }
 
         func write(to out: inout ByteCursor) {
-            if let spelled { return spelled.withUnsafeBytes { out.put($0) } }
+            if let spelled { return out.put(spelled) }
             if value < 0 { out.put(UInt8(ascii: "-")) }
             let magnitude = Int(value.magnitude)
             out.putDecimal(magnitude / 1000)

@@ -1,4 +1,5 @@
 import AGCrypto
+import AGHTTP
 
 /// Request identifiers: the client's own when it sent a sane one, else a fresh random UUID.
 public enum RequestID {
@@ -39,40 +40,29 @@ public enum RequestID {
     }
 
     public static func newUUID<G: RandomNumberGenerator>(using generator: inout G) -> String {
-        String(unsafeUninitializedCapacity: 36) { out in
-            spellUUID(using: &generator, into: UnsafeMutableRawBufferPointer(out))
-            return 36
-        }
+        String(decoding: newUUIDText(using: &generator).bytes, as: UTF8.self)
     }
 
-    /// A fresh UUID spelled into a request id's inline bytes (`RequestIdentifier`).
+    /// A fresh UUID spelled into a request id's inline words (`RequestIdentifier`).
     static func newUUIDText<G: RandomNumberGenerator>(using generator: inout G) -> RequestIdentifier.UUIDText {
-        var text = RequestIdentifier.UUIDText()
-        withUnsafeMutableBytes(of: &text) { spellUUID(using: &generator, into: $0) }
-        return text
-    }
-
-    /// Writes a version 4 UUID's 36 characters at the start of `out`.
-    private static func spellUUID<G: RandomNumberGenerator>(using generator: inout G, into out: UnsafeMutableRawBufferPointer) {
         // The 16 random bytes are the two words' bytes, least significant first; version (the
         // high nibble of byte 6: 4) and variant (the top bits of byte 8: 10) set as RFC 9562
         // asks, on the words. Each word's eight bytes become sixteen hex digits in two words
-        // (`hexDigits`), stored around the dashes: a table lookup per byte cost ~270
-        // instructions per request.
+        // (`hexDigits`), shifted into the text's five words around the dashes: a table lookup
+        // per byte cost ~270 instructions per request.
         let first = (generator.next() as UInt64) & ~(0xF0 << 48) | (0x40 << 48)
         let second = (generator.next() as UInt64) & ~0xC0 | 0x80
         let (a, b) = hexDigits(first)
         let (c, d) = hexDigits(second)
-        out.storeBytes(of: a.littleEndian, toByteOffset: 0, as: UInt64.self)
-        out.storeBytes(of: UInt32(truncatingIfNeeded: b).littleEndian, toByteOffset: 9, as: UInt32.self)
-        out.storeBytes(of: UInt32(truncatingIfNeeded: b >> 32).littleEndian, toByteOffset: 14, as: UInt32.self)
-        out.storeBytes(of: UInt32(truncatingIfNeeded: c).littleEndian, toByteOffset: 19, as: UInt32.self)
-        out.storeBytes(of: UInt32(truncatingIfNeeded: c >> 32).littleEndian, toByteOffset: 24, as: UInt32.self)
-        out.storeBytes(of: d.littleEndian, toByteOffset: 28, as: UInt64.self)
-        out[8] = UInt8(ascii: "-")
-        out[13] = UInt8(ascii: "-")
-        out[18] = UInt8(ascii: "-")
-        out[23] = UInt8(ascii: "-")
+        let dash: UInt64 = 0x2D
+        // xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx: digits 0–7 | dash, 8–11, dash, 12–13 |
+        // 14–15, dash, 16–19, dash | 20–27 | 28–31 (the word's last four bytes unused).
+        return RequestIdentifier.UUIDText(words: (
+            a,
+            dash | (b & 0xFFFF_FFFF) << 8 | dash << 40 | (b >> 32 & 0xFFFF) << 48,
+            b >> 48 | dash << 16 | (c & 0xFFFF_FFFF) << 24 | dash << 56,
+            c >> 32 | (d & 0xFFFF_FFFF) << 32,
+            d >> 32))
     }
 
     /// The lower-case hex digits of `word`'s bytes, least significant byte first and each
@@ -104,11 +94,18 @@ public enum RequestID {
 /// allocation, a UTF-8 check, its references' traffic and a free (~600 instructions per
 /// proxied request).
 struct RequestIdentifier: Sendable, Equatable, CustomStringConvertible, ExpressibleByStringLiteral {
-    /// A UUID's 36 ASCII bytes in five words (the last four bytes unused, zero).
+    /// A UUID's 36 ASCII bytes in five words, each least significant byte first (the last
+    /// word's upper four bytes unused, zero).
     struct UUIDText: Sendable, Equatable {
         var words: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
 
         static func == (lhs: UUIDText, rhs: UUIDText) -> Bool { lhs.words == rhs.words }
+
+        /// The 36 bytes.
+        var bytes: [UInt8] {
+            let words = [words.0, words.1, words.2, words.3, words.4]
+            return (0..<36).map { UInt8(truncatingIfNeeded: words[$0 / 8] >> (8 * UInt64($0 % 8))) }
+        }
     }
 
     private enum Spelling: Sendable, Equatable {
@@ -125,17 +122,6 @@ struct RequestIdentifier: Sendable, Equatable, CustomStringConvertible, Expressi
 
     init(_ generated: UUIDText) { spelling = .generated(generated) }
 
-    /// The id's bytes (ASCII), for the time of `body`.
-    func withUTF8<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
-        switch spelling {
-        case .offered(let text):
-            var text = text
-            return try text.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
-        case .generated(let uuid):
-            return try withUnsafeBytes(of: uuid) { try body(UnsafeRawBufferPointer(rebasing: $0.prefix(36))) }
-        }
-    }
-
     /// The id's length in bytes.
     var utf8Count: Int {
         switch spelling {
@@ -144,7 +130,41 @@ struct RequestIdentifier: Sendable, Equatable, CustomStringConvertible, Expressi
         }
     }
 
-    var description: String { withUTF8 { String(decoding: $0, as: UTF8.self) } }
+    /// Appends the id's bytes: a generated one as its five words.
+    func write(to writer: inout HTTPHeadWriter) {
+        switch spelling {
+        case .offered(let text):
+            writer.append(text)
+        case .generated(let uuid):
+            writer.append(word: uuid.words.0, count: 8)
+            writer.append(word: uuid.words.1, count: 8)
+            writer.append(word: uuid.words.2, count: 8)
+            writer.append(word: uuid.words.3, count: 8)
+            writer.append(word: uuid.words.4, count: 4)
+        }
+    }
+
+    /// Writes the id's bytes into reserved room (eight bytes more than its length: the last
+    /// word is stored whole).
+    func write(to out: inout ByteCursor) {
+        switch spelling {
+        case .offered(let text):
+            out.put(text)
+        case .generated(let uuid):
+            out.put(word: uuid.words.0, count: 8)
+            out.put(word: uuid.words.1, count: 8)
+            out.put(word: uuid.words.2, count: 8)
+            out.put(word: uuid.words.3, count: 8)
+            out.put(word: uuid.words.4, count: 4)
+        }
+    }
+
+    var description: String {
+        switch spelling {
+        case .offered(let text): text
+        case .generated(let uuid): String(decoding: uuid.bytes, as: UTF8.self)
+        }
+    }
 }
 
 /// Request ids need to be unique, not secret: a per-worker xoshiro256** generator seeded once

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import AGConfig
 import AGJOSE
 import AGPlatformSSO
@@ -76,19 +73,16 @@ struct PlatformSSORoutes: Sendable {
         return byPath[String(path)]
     }
 
-    /// Whether `path` ends in one of the three last segments, compared as bytes against the
-    /// constants (a generic `hasSuffix` cost a proxied request ~3,000 instructions, a table of
-    /// byte arrays ~240).
+    private static let lastSegments = ["/token", "/nonce", "/refresh"].map { Array($0.utf8) }
+
+    /// Whether `path` ends in one of the three last segments, compared as bytes (a generic
+    /// `hasSuffix` cost a proxied request ~3,000 instructions).
     private static func endsInEndpoint(_ path: Substring) -> Bool {
         path.utf8.withContiguousStorageIfAvailable { bytes in
-            hasSuffix(bytes, "/token") || hasSuffix(bytes, "/nonce") || hasSuffix(bytes, "/refresh")
+            lastSegments.contains { segment in
+                bytes.count > segment.count && bytes[(bytes.count - segment.count)...].elementsEqual(segment)
+            }
         } ?? (path.hasSuffix("/token") || path.hasSuffix("/nonce") || path.hasSuffix("/refresh"))
-    }
-
-    private static func hasSuffix(_ bytes: UnsafeBufferPointer<UInt8>, _ suffix: StaticString) -> Bool {
-        let count = suffix.utf8CodeUnitCount
-        guard bytes.count > count, let base = bytes.baseAddress else { return false }
-        return memcmp(base + (bytes.count - count), suffix.utf8Start, count) == 0
     }
 }
 
