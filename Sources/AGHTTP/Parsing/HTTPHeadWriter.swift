@@ -79,7 +79,7 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
         count += 2
     }
 
-    public mutating func append(_ buffer: UnsafeRawBufferPointer) {
+    mutating func append(_ buffer: UnsafeRawBufferPointer) {
         guard let source = buffer.baseAddress, !buffer.isEmpty else { return }
         reserve(buffer.count)
         UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: buffer.count)
