@@ -5,9 +5,10 @@ import AGHTTP
 /// One worker's access log lines, written in batches: at 32 KiB, or 100 ms after the first
 /// unwritten line (nginx's `access_log … buffer= flush=`), instead of one write(2) per request.
 /// Lines are written as bytes into one reused buffer, from constant fragments and the values:
-/// no allocation per line. The buffer is an `HTTPHeadWriter` (an owned byte buffer: each
-/// append is a bounds check and a memcpy), not a `[UInt8]`, whose appends cost ~100
-/// instructions each, sixteen of them per line. Loop thread only; `flush()` on shutdown.
+/// no allocation per line. The buffer is an `HTTPHeadWriter` (an owned byte buffer, not a
+/// `[UInt8]`, whose appends cost ~100 instructions each); a line reserves its room once and
+/// is stored piece by piece without further checks (`write`). Loop thread only; `flush()` on
+/// shutdown.
 final class AccessLogBuffer: AccessLogSink {
     private let sink: Logger
     private var pending = HTTPHeadWriter(capacity: 2 * AccessLogBuffer.flushBytes)
