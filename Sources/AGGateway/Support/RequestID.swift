@@ -130,21 +130,13 @@ struct RequestIdentifier: Sendable, Equatable, CustomStringConvertible, Expressi
         }
     }
 
-    /// Appends the id's bytes: a generated one as its five words.
+    /// Appends the id's bytes: a generated one as its five words (`write(to:)` a cursor, in
+    /// room for the length and the last word's four spare bytes).
     func write(to writer: inout HTTPHeadWriter) {
-        switch spelling {
-        case .offered(let text):
-            writer.append(text)
-        case .generated(let uuid):
-            writer.append(word: uuid.words.0, count: 8)
-            writer.append(word: uuid.words.1, count: 8)
-            writer.append(word: uuid.words.2, count: 8)
-            writer.append(word: uuid.words.3, count: 8)
-            writer.append(word: uuid.words.4, count: 4)
-        }
+        writer.appendWriting(upTo: utf8Count + 4) { write(to: &$0) }
     }
 
-    /// Writes the id's bytes into reserved room (eight bytes more than its length: the last
+    /// Writes the id's bytes into reserved room (four bytes more than its length: the last
     /// word is stored whole).
     func write(to out: inout ByteCursor) {
         switch spelling {

@@ -183,13 +183,6 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
         count += written
     }
 
-    /// Appends the first `count` (1–8) bytes of `word`, least significant first.
-    public mutating func append(word: UInt64, count byteCount: Int) {
-        reserve(8)
-        UnsafeMutableRawPointer(base + count).storeBytes(of: word.littleEndian, as: UInt64.self)
-        count += min(max(byteCount, 0), 8)
-    }
-
     private static let digitPairs: StaticString = """
         00010203040506070809101112131415161718192021222324252627282930313233343536373839\
         40414243444546474849505152535455565758596061626364656667686970717273747576777879\

@@ -292,8 +292,7 @@ final class UpstreamExchange {
         responseBytesSeen = true
         let storage = pool.responseHeadBytes(UnsafeRawBufferPointer(rebasing: bytes[..<headLength]))
         let rest = UnsafeRawBufferPointer(rebasing: bytes[headLength...])
-        let parsed = parseHead(storage)
-        guard let (head, framing) = parsed else {
+        guard let (head, framing) = parseHead(storage) else {
             // An interim response (or a refused head, the exchange then over): the rest is
             // read the usual way.
             if state == .awaitingHead { stash(rest, in: connection) }
