@@ -1,4 +1,5 @@
 import AGConfig
+import AGCrypto
 import AGEventLoop
 import AGFormats
 import AGPolicy
@@ -59,7 +60,7 @@ import Testing
                     let redis = RedisClient(url: url, loop: base, timeout: .seconds(2))
                     let logger = Logger(level: .error, fileDescriptor: 2)
                     return (redis: redis, devices: RedisDeviceStore(redis: redis, time: time),
-                            challenges: RedisChallengeStore(redis: redis, time: time),
+                            challenges: RedisChallengeStore(redis: redis, time: time, random: SecureRandomBuffer()),
                             limiter: RateLimiter(redis: redis, localBuckets: LocalBuckets(time: time), time: time, logger: logger),
                             tiers: TierStore())
                 }

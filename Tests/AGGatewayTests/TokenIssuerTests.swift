@@ -1,3 +1,4 @@
+import AGCrypto
 import AGFormats
 import AGJOSE
 import Testing
@@ -14,7 +15,8 @@ import Testing
         let keyID = "q+/Z" + String(repeating: "A", count: 40)
         let subscriptionValue = try subscription.map { try JSONValue(parsing: Array($0.utf8)) }
         let issued = try harness.snapshot.tokenIssuer.issue(tenant: tenant, keyID: keyID, subjectID: subjectID,
-                                                            subscription: subscriptionValue, nowSeconds: 1_800_000_000)
+                                                            subscription: subscriptionValue, nowSeconds: 1_800_000_000,
+                                                            random: SecureRandomBuffer())
         let verified = try harness.snapshot.tokenKeys.verifier.verify(issued.token)
         #expect(verified.header.algorithm == "ES256" && verified.header.type == "JWT")
         let jti = try #require(verified.claims["jti"])

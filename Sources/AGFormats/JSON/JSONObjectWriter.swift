@@ -12,6 +12,12 @@ public struct JSONObjectWriter {
         bytes.reserveCapacity(256)
     }
 
+    /// A writer with room for `capacity` bytes, for an object known to be larger (a token
+    /// answer): its buffer then never grows.
+    public init(capacity: Int) {
+        bytes.reserveCapacity(capacity)
+    }
+
     /// Empties the object, keeping the buffer's capacity.
     public mutating func reset() {
         bytes.removeAll(keepingCapacity: true)
@@ -77,11 +83,15 @@ public struct JSONObjectWriter {
         value.write(to: &bytes)
     }
 
-    /// The object's UTF-8 bytes.
-    public func finishedBytes() -> [UInt8] { bytes + [UInt8(ascii: "}")] }
+    /// The object's UTF-8 bytes: the writer's own buffer, closed in place when the writer is not
+    /// used afterwards (a copy of the buffer when it is).
+    public consuming func finishedBytes() -> [UInt8] {
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
 
     /// The object as text.
-    public func finished() -> String { String(decoding: finishedBytes(), as: UTF8.self) }
+    public consuming func finished() -> String { String(decoding: finishedBytes(), as: UTF8.self) }
 
     /// Appends the finished object to `output` (a log buffer, say) without building a copy.
     public func finish(appendingTo output: inout [UInt8]) {

@@ -27,9 +27,11 @@ enum TokenResponse {
         do {
             let issued = try context.snapshot.tokenIssuer.issue(tenant: tenant, keyID: keyID, subjectID: subjectID,
                                                                 subscription: subscriptionValue,
-                                                                nowSeconds: context.services.time.nowMilliseconds / 1000)
+                                                                nowSeconds: context.services.time.nowMilliseconds / 1000,
+                                                                random: context.services.random)
             context.services.metrics.increment(tenant.series.tokensIssued)
-            var json = JSONObjectWriter()
+            // The token and `{"isValid":true,"token":"","expiresAt":"2026-12-03T04:30:00Z"}`.
+            var json = JSONObjectWriter(capacity: issued.token.utf8.count + 96)
             if let isValid { json.add("isValid", isValid) }
             json.add("token", issued.token)
             json.add("expiresAt", UTCDateTime(unixSeconds: issued.expiresAt), fractional: false)

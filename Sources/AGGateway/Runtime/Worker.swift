@@ -1,4 +1,5 @@
 import AGConfig
+import AGCrypto
 import AGEventLoop
 import AGHTTP
 import AGPolicy
@@ -42,15 +43,16 @@ final class Worker {
         }
         let devices = RedisDeviceStore(redis: redis, time: shared.time, waitReplicas: snapshot.gateway.redis.waitReplicas,
                                        waitTimeout: snapshot.gateway.redis.waitTimeout)
+        let random = SecureRandomBuffer()
         let services = RouteServices(
             snapshots: shared.snapshots, time: shared.time, devices: devices, deviceAdmin: devices,
-            challenges: RedisChallengeStore(redis: redis, time: shared.time),
-            platformSSO: RedisPlatformSSOStore(redis: redis, time: shared.time), limiter: rateLimiter,
+            challenges: RedisChallengeStore(redis: redis, time: shared.time, random: random),
+            platformSSO: RedisPlatformSSOStore(redis: redis, time: shared.time, random: random), limiter: rateLimiter,
             tiers: RedisTierAdministration(store: shared.tierStore, redis: redis), revocations: revocations,
             forwarder: UpstreamForwarder(upstreams: upstreams), readiness: RedisHealth(redis: redis, epoch: shared.storeEpoch),
             reloader: ControlLoopReloader(shared: shared, loop: loop), metrics: metrics,
             metricsText: { [registry = shared.metrics] in registry.render() }, logger: shared.throttledLogger, accessLog: accessLog,
-            tokenCache: TokenCache(), deviceKeys: DeviceKeyCache(), requestIDs: RequestIDSource())
+            tokenCache: TokenCache(), deviceKeys: DeviceKeyCache(), requestIDs: RequestIDSource(), random: random)
         let timeouts = snapshot.gateway.server.timeouts
         var configuration = HTTPServerConfiguration()
         configuration.readTimeout = timeouts.read

@@ -1,4 +1,5 @@
 import AGConfig
+import AGCrypto
 import AGFormats
 import AGHTTP
 import AGPolicy
@@ -35,6 +36,8 @@ final class RouteServices {
     /// Parsed device keys, so a refresh costs no key import.
     let deviceKeys: DeviceKeyCache
     let requestIDs: RequestIDSource
+    /// Unpredictable values that are not keys (token ids), a block of OpenSSL's DRBG at a time.
+    let random: SecureRandomBuffer
 
     init(snapshots: any SnapshotSource,
          time: any TimeSource,
@@ -54,7 +57,8 @@ final class RouteServices {
          accessLog: any AccessLogSink,
          tokenCache: TokenCache,
          deviceKeys: DeviceKeyCache,
-         requestIDs: RequestIDSource) {
+         requestIDs: RequestIDSource,
+         random: SecureRandomBuffer) {
         self.snapshots = snapshots
         self.time = time
         self.devices = devices
@@ -74,6 +78,7 @@ final class RouteServices {
         self.tokenCache = tokenCache
         self.deviceKeys = deviceKeys
         self.requestIDs = requestIDs
+        self.random = random
     }
 }
 

@@ -14,18 +14,20 @@ import AGRedis
 final class RedisChallengeStore: ChallengeIssuer {
     private let redis: RedisClient
     private let time: any TimeSource
+    private let random: SecureRandomBuffer
 
-    init(redis: RedisClient, time: any TimeSource) {
+    init(redis: RedisClient, time: any TimeSource, random: SecureRandomBuffer) {
         self.redis = redis
         self.time = time
+        self.random = random
     }
 
-    /// A new random challenge: 32 bytes from OpenSSL's CSPRNG (one call, no system call per
-    /// word), hex-encoded.
-    static func newChallenge() -> String {
+    /// A new random challenge: 32 bytes from OpenSSL's CSPRNG (the worker's block of it),
+    /// hex-encoded.
+    static func newChallenge(using random: SecureRandomBuffer) -> String {
         var out = [UInt8]()
         out.reserveCapacity(64)
-        for byte in SecureRandom.bytes(count: 32) {
+        for byte in random.bytes(count: 32) {
             out.append(hexDigits[Int(byte >> 4)])
             out.append(hexDigits[Int(byte & 0xF)])
         }
@@ -36,7 +38,7 @@ final class RedisChallengeStore: ChallengeIssuer {
 
     func issue(tenant: Tenant, ttl: Duration, buckets: [BucketCheck],
                completion: @escaping (Result<(RateLimitOutcome, IssuedChallenge?), StoreFailure>) -> Void) {
-        let challenge = Self.newChallenge()
+        let challenge = Self.newChallenge(using: random)
         let challengeKey = RedisDeviceStore.challengeKey(tenant, challenge)
         let now = time.nowMicroseconds
         let inline = buckets.indices.filter { buckets[$0].key.hasPrefix(tenant.keyPrefix) }

@@ -11,14 +11,17 @@ import AGRedis
 final class RedisPlatformSSOStore: PlatformSSOStore {
     let redis: RedisClient
     let time: any TimeSource
+    /// Nonces, drawn from the worker's block of OpenSSL's DRBG.
+    let random: SecureRandomBuffer
     /// Parsed device keys by their stored text (`sk|ek`): importing a point into OpenSSL costs
     /// about as much as an ECDH, twice per refresh otherwise. Keyed by the key material itself,
     /// so a re-registered device with other keys misses and is parsed afresh.
     private var parsedKeys = LRUCache<String, PlatformSSODeviceKeys>(capacity: 4_096)
 
-    init(redis: RedisClient, time: any TimeSource) {
+    init(redis: RedisClient, time: any TimeSource, random: SecureRandomBuffer) {
         self.redis = redis
         self.time = time
+        self.random = random
     }
 
     static func deviceKey(_ tenant: Tenant, _ keyID: PlatformSSOKeyID) -> String {
@@ -29,13 +32,13 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
     static func tokenKey(_ tenant: Tenant, _ digest: String) -> String { tenant.keyPrefix + "psso:rt:" + digest }
 
     /// A new server nonce: 32 bytes from OpenSSL's DRBG, base64url (43 characters).
-    static func newNonce() -> String { Base64.encodeURL(SecureRandom.bytes(count: 32)) }
+    func newNonce() -> String { Base64.encodeURL(random.bytes(count: 32)) }
 
     /// A new device epoch: 16 random bytes, base64url.
     static func newEpoch() -> String { Base64.encodeURL(SecureRandom.bytes(count: 16)) }
 
     func issueNonce(tenant: Tenant, ttl: Duration, completion: @escaping (Result<String, StoreFailure>) -> Void) {
-        let nonce = Self.newNonce()
+        let nonce = newNonce()
         redis.evalScript(PlatformSSOScripts.issueNonce, keys: [Self.nonceKey(tenant, nonce)],
                          args: [String(time.nowMicroseconds), String(ttl.milliseconds * 2)]) { result in
             completion(RedisDeviceStore.store(result).flatMap { value in

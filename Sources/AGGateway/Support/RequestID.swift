@@ -32,13 +32,6 @@ public enum RequestID {
         return newUUID(using: &generator)
     }
 
-    /// A version 4 UUID, lower-case, from OpenSSL's CSPRNG (a token's `jti`): one `RAND_bytes`
-    /// for its 16 bytes instead of two getrandom system calls.
-    public static func newUUID() -> String {
-        var generator = SecureRandomWords()
-        return newUUID(using: &generator)
-    }
-
     public static func newUUID<G: RandomNumberGenerator>(using generator: inout G) -> String {
         String(decoding: newUUIDText(using: &generator).bytes, as: UTF8.self)
     }
@@ -183,19 +176,5 @@ struct RequestIDGenerator: RandomNumberGenerator {
 
     private func rotate(_ x: UInt64, _ k: UInt64) -> UInt64 {
         (x << k) | (x >> (64 - k))
-    }
-}
-
-/// 64-bit words from `SecureRandom` (OpenSSL's DRBG, seeded by the system), drawn 16 bytes at
-/// a time: a UUID's worth per call.
-struct SecureRandomWords: RandomNumberGenerator {
-    private var bytes: [UInt8] = []
-
-    mutating func next() -> UInt64 {
-        if bytes.isEmpty { bytes = SecureRandom.bytes(count: 16) }
-        var word: UInt64 = 0
-        for byte in bytes.suffix(8) { word = word << 8 | UInt64(byte) }
-        bytes.removeLast(8)
-        return word
     }
 }

@@ -1,3 +1,4 @@
+import AGCrypto
 import AGPolicy
 import AGFormats
 
@@ -12,23 +13,26 @@ struct TokenIssuer {
         let expiresAt: Int64
     }
 
-    /// Signs a token for device `keyID` of `tenant`, linked to `subjectID` with `subscription`.
+    /// Signs a token for device `keyID` of `tenant`, linked to `subjectID` with `subscription`;
+    /// its `jti` is a version 4 UUID from `random`.
     ///
     /// The claims are written straight into the payload, in the sorted key order that
     /// `JSONValue` serialization gives an object (the same bytes as the dictionary would
     /// serialize to, `TokenIssuerTests` checks), without building and sorting a dictionary.
-    func issue(tenant: Tenant, keyID: String, subjectID: String?, subscription: JSONValue?, nowSeconds issuedAt: Int64) throws -> Issued {
+    func issue(tenant: Tenant, keyID: String, subjectID: String?, subscription: JSONValue?, nowSeconds issuedAt: Int64,
+               random: SecureRandomBuffer) throws -> Issued {
         let lifetime = tenant.config.token.ttl.milliseconds / 1000
         var custom = tenant.config.customClaims
         if let subscription { custom["subscription"] = subscription }
-        var claims = JSONObjectWriter()
+        var claims = JSONObjectWriter(capacity: 512)
         claims.add("aud", tenant.config.token.audience)
         claims.add("bundle_id", tenant.config.bundleID)
         if !custom.isEmpty { claims.add("custom_claims", JSONValue.object(custom)) }
         claims.add("exp", Int(issuedAt + lifetime))
         claims.add("iat", Int(issuedAt))
         claims.add("iss", issuer)
-        claims.add("jti", RequestID.newUUID())
+        var ids = random
+        claims.add("jti", RequestID.newUUID(using: &ids))
         claims.add("nbf", Int(issuedAt))
         claims.add("sub", keyID)
         if let subjectID { claims.add("subject_id", subjectID) }

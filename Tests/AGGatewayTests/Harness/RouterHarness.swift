@@ -1,4 +1,5 @@
 import AGConfig
+import AGCrypto
 import AGFormats
 import AGHTTP
 import AGPolicy
@@ -49,7 +50,8 @@ final class RouterHarness {
             snapshots: FixedSnapshot(snapshot: snapshot), time: time, devices: devices, deviceAdmin: devices,
             challenges: challenges, platformSSO: platformSSO, limiter: limiter, tiers: tiers, revocations: revocations, forwarder: forwarder,
             readiness: health, reloader: reloader, metrics: metrics, metricsText: { "# metrics\n" }, logger: log,
-            accessLog: accessLog, tokenCache: TokenCache(), deviceKeys: DeviceKeyCache(), requestIDs: RequestIDSource())
+            accessLog: accessLog, tokenCache: TokenCache(), deviceKeys: DeviceKeyCache(), requestIDs: RequestIDSource(),
+            random: SecureRandomBuffer())
     }
 
     var tenant: Tenant { snapshot.tenants[Self.appID]! }
