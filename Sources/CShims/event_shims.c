@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <event2/buffer.h>
@@ -39,13 +40,13 @@ long ag_read_socket_scratch(int fd, unsigned long limit, const unsigned char **b
     static __thread unsigned char scratch[4096];
     size_t want = limit < sizeof scratch ? (size_t)limit : sizeof scratch;
     *bytes = scratch;
-    return read(fd, scratch, want);
+    return recv(fd, scratch, want, 0);
 }
 
 long ag_read_socket_small(struct evbuffer *buffer, int fd, unsigned long limit) {
     unsigned char scratch[4096];
     size_t want = limit < sizeof scratch ? (size_t)limit : sizeof scratch;
-    ssize_t got = read(fd, scratch, want);
+    ssize_t got = recv(fd, scratch, want, 0);
     if (got > 0 && evbuffer_add(buffer, scratch, (size_t)got) != 0) {
         errno = ENOMEM;
         return -1;
@@ -69,7 +70,8 @@ long ag_read_socket(struct evbuffer *buffer, int fd, unsigned long limit) {
         vectors[i].iov_len = length;
         offered += length;
     }
-    ssize_t got = readv(fd, vectors, count);
+    struct msghdr message = { .msg_iov = vectors, .msg_iovlen = (size_t)count };
+    ssize_t got = recvmsg(fd, &message, 0);
     if (got <= 0) {
         int saved = errno;
         evbuffer_commit_space(buffer, space, 0);

@@ -22,15 +22,19 @@ void ag_wake_signal(int fd);
 void ag_wake_drain(int fd);
 
 struct evbuffer;
-/// Reads at most `limit` bytes from `fd` into the end of `buffer` with one readv (no FIONREAD
+/// The socket reads below use recv and recvmsg, not read and readv: those go through the file
+/// layer first (`vfs_read`), ~0.4 us of kernel time per proxied request on this machine's
+/// profile that nginx, which uses recv, does not spend. `fd` must be a socket.
+///
+/// Reads at most `limit` bytes from `fd` into the end of `buffer` with one recvmsg (no FIONREAD
 /// query first): the count read, 0 at end of stream, -1 with errno on failure.
 long ag_read_socket(struct evbuffer *buffer, int fd, unsigned long limit);
-/// `ag_read_socket` for small reads (at most 4 KiB): into a stack buffer with one read, then
+/// `ag_read_socket` for small reads (at most 4 KiB): into a stack buffer with one recv, then
 /// copied to the end of `buffer`, whose new chain (if it needs one) is then small. Reserving
 /// space first made a chain of the full read size (16 KiB), which malloc serves from its bins
 /// rather than its per-thread cache, on every request.
 long ag_read_socket_small(struct evbuffer *buffer, int fd, unsigned long limit);
-/// One read of at most `limit` bytes (at most 4 KiB) into the calling thread's scratch buffer,
+/// One recv of at most `limit` bytes (at most 4 KiB) into the calling thread's scratch buffer,
 /// set in `*bytes`; valid until the thread's next call. The count read, 0 at end of stream,
 /// -1 with errno on failure.
 long ag_read_socket_scratch(int fd, unsigned long limit, const unsigned char **bytes);
