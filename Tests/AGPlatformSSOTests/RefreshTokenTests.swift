@@ -2,6 +2,8 @@ import AGFormats
 import AGPlatformSSO
 import Testing
 
+@testable import AGCrypto
+
 @Suite("Refresh tokens")
 struct RefreshTokenTests {
     @Test("a token is 64 base64url characters: a 16-byte family id and a 32-byte secret; only its digest is stored")
@@ -20,6 +22,16 @@ struct RefreshTokenTests {
         let successor = token.successor()
         #expect(successor.familyID == token.familyID && successor.text != token.text && successor.digest != token.digest)
         #expect(PlatformSSORefreshToken.newFamily().familyID != token.familyID)
+    }
+
+    @Test("on the serving path a family and its successors draw their bytes from the worker's buffer")
+    func fromTheWorkersBuffer() {
+        let random = SecureRandomBuffer()
+        let token = PlatformSSORefreshToken.newFamily(using: random)
+        let successor = token.successor(using: random)
+        #expect(random.position == 16 + 32 + 32)
+        #expect(successor.familyID == token.familyID && successor.text != token.text)
+        #expect(PlatformSSORefreshToken.newFamily(using: random).familyID != token.familyID)
     }
 
     @Test("anything but the gateway's own shape is no token", arguments: [

@@ -65,7 +65,9 @@ public struct LoginResponseBuilder: Sendable {
     /// - Parameters:
     ///   - refreshToken: the successor token the store just minted.
     ///   - refreshTokenExpiresIn: seconds until that token's family expires.
-    ///   - ephemeralKey, iv: only for reproducing vectors in tests; fresh random ones otherwise.
+    ///   - ephemeralKey: only for reproducing vectors in tests; a fresh one otherwise.
+    ///   - iv: fresh random bytes (the serving path draws them from its worker's block of the
+    ///     DRBG), a fixed one to reproduce vectors in tests, or nil for a fresh `RAND_bytes` one.
     public func response(for request: VerifiedRefreshRequest, device: PlatformSSODeviceKeys, user: PlatformSSOUser,
                          refreshToken: String, refreshTokenExpiresIn: Int64, now: Int64,
                          type: LoginResponseType = .loginResponse, ephemeralKey: P256.PrivateKey? = nil,

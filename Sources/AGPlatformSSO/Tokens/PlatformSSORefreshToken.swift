@@ -1,4 +1,4 @@
-internal import AGCrypto
+public import AGCrypto
 internal import AGFormats
 
 /// An opaque Platform SSO refresh token (DESIGN section 11 "Refresh tokens"): base64url of a
@@ -26,15 +26,19 @@ public struct PlatformSSORefreshToken: Sendable, Equatable, CustomStringConverti
         digest = Base64.encodeURL(SHA256.hash(Array(text.utf8)))
     }
 
-    /// The first token of a new family (random family id).
-    public static func newFamily() -> PlatformSSORefreshToken {
-        PlatformSSORefreshToken(familyBytes: SecureRandom.bytes(count: familyIDByteCount),
-                                secret: SecureRandom.bytes(count: secretByteCount))
+    /// The first token of a new family (random family id), from OpenSSL's DRBG or, on the
+    /// serving path, the worker's block of it.
+    public static func newFamily(using random: SecureRandomBuffer? = nil) -> PlatformSSORefreshToken {
+        PlatformSSORefreshToken(familyBytes: randomBytes(familyIDByteCount, random), secret: randomBytes(secretByteCount, random))
     }
 
     /// A new token of the same family as `self`.
-    public func successor() -> PlatformSSORefreshToken {
-        PlatformSSORefreshToken(familyBytes: Base64.decodeURL(familyID) ?? [], secret: SecureRandom.bytes(count: Self.secretByteCount))
+    public func successor(using random: SecureRandomBuffer? = nil) -> PlatformSSORefreshToken {
+        PlatformSSORefreshToken(familyBytes: Base64.decodeURL(familyID) ?? [], secret: Self.randomBytes(Self.secretByteCount, random))
+    }
+
+    private static func randomBytes(_ count: Int, _ random: SecureRandomBuffer?) -> [UInt8] {
+        random?.bytes(count: count) ?? SecureRandom.bytes(count: count)
     }
 
     /// A presented token, when it has the shape of one the gateway mints (exact length,

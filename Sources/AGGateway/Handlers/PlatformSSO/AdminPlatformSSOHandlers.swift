@@ -127,7 +127,7 @@ enum AdminPlatformSSOHandlers {
     }
 
     private static func mint(_ context: RequestContext, tenant: Tenant, config: PlatformSSOConfig, keyID: PlatformSSOKeyID) {
-        let token = PlatformSSORefreshToken.newFamily()
+        let token = PlatformSSORefreshToken.newFamily(using: context.services.random)
         let request = PlatformSSOMint(tenant: tenant, keyID: keyID, token: token, familyTTL: config.refreshTokenTTL,
                                       idle: config.refreshTokenIdle)
         context.services.platformSSO.mint(request) { result in

@@ -1,4 +1,5 @@
 import AGConfig
+import AGCrypto
 import AGHTTP
 import AGPlatformSSO
 import AGPolicy
@@ -63,7 +64,8 @@ enum PlatformSSOTokenHandler {
         let config = service.config
         let commit = PlatformSSOCommit(
             tenant: service.tenant, keyID: verified.keyID, serverNonce: verified.serverNonce, nonceTTL: config.nonceTTL,
-            presented: presented, successor: presented?.successor() ?? .newFamily(), familyTTL: config.refreshTokenTTL,
+            presented: presented,
+            successor: presented?.successor(using: context.services.random) ?? .newFamily(using: context.services.random), familyTTL: config.refreshTokenTTL,
             idle: config.refreshTokenIdle, reuseGrace: config.reuseGrace)
         context.services.platformSSO.commitRefresh(commit) { result in
             switch result {
@@ -92,7 +94,8 @@ enum PlatformSSOTokenHandler {
         do throws(OAuthError) {
             body = try service.builder.response(for: request, device: keys, user: user, refreshToken: refreshToken.text,
                                                 refreshTokenExpiresIn: expiresIn,
-                                                now: context.services.time.nowMicroseconds / 1_000_000, type: type)
+                                                now: context.services.time.nowMicroseconds / 1_000_000, type: type,
+                                                iv: context.services.random.bytes(count: AES256GCM.ivByteCount))
         } catch {
             context.services.logger.error("Platform SSO response failed", [
                 ("tenant", .string(service.tenant.appID)), ("reason", .string(error.reason)),
