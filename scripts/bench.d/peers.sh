@@ -83,14 +83,14 @@ stop_haproxy() {
     HAPROXY_PID=""
 }
 
-# tree_cpu_seconds PID: CPU time (user + system) of PID and its direct children (nginx's
-# workers under its master), in seconds.
-tree_cpu_seconds() {
+# tree_cpu_split PID: CPU time of PID and its direct children (nginx's workers under its
+# master), in seconds: "USER+SYSTEM SYSTEM".
+tree_cpu_split() {
     local root=$1 hz
     hz=$(getconf CLK_TCK)
     # cat, not awk on the files: a process may end between the glob and the read.
     { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v root="$root" -v hz="$hz" '
         { pid = $1; line = $0; sub(/^.*\) /, "", line); split(line, f, " ")
-          if (pid == root || f[2] == root) total += f[12] + f[13] }
-        END { printf "%.2f", total / hz }'
+          if (pid == root || f[2] == root) { total += f[12] + f[13]; kernel += f[13] } }
+        END { printf "%.2f %.2f", total / hz, kernel / hz }'
 }
