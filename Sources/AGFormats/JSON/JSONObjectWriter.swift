@@ -5,17 +5,20 @@
 /// keys are trusted literals from our own code. Members keep the order they are added in.
 /// A writer kept by its owner is `reset()` and reused, so its buffer is allocated once.
 public struct JSONObjectWriter {
-    public private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+    public private(set) var bytes: [UInt8]
     private var first = true
 
     public init() {
-        bytes.reserveCapacity(256)
+        self.init(capacity: 256)
     }
 
     /// A writer with room for `capacity` bytes, for an object known to be larger (a token
-    /// answer): its buffer then never grows.
+    /// answer): its buffer then never grows. The buffer is reserved empty and then opened, so
+    /// it is allocated once (a one-byte literal reserved afterwards was allocated twice).
     public init(capacity: Int) {
+        bytes = []
         bytes.reserveCapacity(capacity)
+        bytes.append(UInt8(ascii: "{"))
     }
 
     /// Empties the object, keeping the buffer's capacity.

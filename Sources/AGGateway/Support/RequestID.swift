@@ -96,8 +96,17 @@ struct RequestIdentifier: Sendable, Equatable, CustomStringConvertible, Expressi
 
         /// The 36 bytes.
         var bytes: [UInt8] {
-            let words = [words.0, words.1, words.2, words.3, words.4]
-            return (0..<36).map { UInt8(truncatingIfNeeded: words[$0 / 8] >> (8 * UInt64($0 % 8))) }
+            var out = [UInt8]()
+            out.reserveCapacity(36)
+            func put(_ word: UInt64, _ count: Int) {
+                for index in 0..<count { out.append(UInt8(truncatingIfNeeded: word >> (8 * UInt64(index)))) }
+            }
+            put(words.0, 8)
+            put(words.1, 8)
+            put(words.2, 8)
+            put(words.3, 8)
+            put(words.4, 4)
+            return out
         }
     }
 
