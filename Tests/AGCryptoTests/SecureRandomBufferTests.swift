@@ -8,8 +8,8 @@ import Testing
     @Test func drawsAreFreshAcrossRefills() {
         let random = SecureRandomBuffer()
         var seen = Set<[UInt8]>()
-        // 32-byte draws with an odd one between them, so draws straddle the block's end and
-        // some blocks end with bytes too few for the next draw.
+        // 32-byte draws with an odd one now and then, so some blocks end with bytes too few for
+        // the next draw (which then comes from a new block).
         for round in 0..<200 {
             let draw = random.bytes(count: 32)
             #expect(draw.count == 32)

@@ -36,7 +36,8 @@ final class RouteServices {
     /// Parsed device keys, so a refresh costs no key import.
     let deviceKeys: DeviceKeyCache
     let requestIDs: RequestIDSource
-    /// Unpredictable values that are not keys (token ids), a block of OpenSSL's DRBG at a time.
+    /// Unpredictable values that are not keys (token ids, Platform SSO refresh tokens and JWE
+    /// IVs; the worker's challenge and nonce stores share it), a block of OpenSSL's DRBG at a time.
     let random: SecureRandomBuffer
 
     init(snapshots: any SnapshotSource,

@@ -62,11 +62,11 @@ enum PlatformSSOTokenHandler {
         }
         let presented = PlatformSSORefreshToken(presented: verified.refreshToken)
         let config = service.config
+        let random = context.services.random
         let commit = PlatformSSOCommit(
             tenant: service.tenant, keyID: verified.keyID, serverNonce: verified.serverNonce, nonceTTL: config.nonceTTL,
-            presented: presented,
-            successor: presented?.successor(using: context.services.random) ?? .newFamily(using: context.services.random), familyTTL: config.refreshTokenTTL,
-            idle: config.refreshTokenIdle, reuseGrace: config.reuseGrace)
+            presented: presented, successor: presented?.successor(using: random) ?? .newFamily(using: random),
+            familyTTL: config.refreshTokenTTL, idle: config.refreshTokenIdle, reuseGrace: config.reuseGrace)
         context.services.platformSSO.commitRefresh(commit) { result in
             switch result {
             case .failure(let failure):
