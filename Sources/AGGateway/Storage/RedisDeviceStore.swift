@@ -27,11 +27,11 @@ final class RedisDeviceStore: DeviceRecords {
     /// Month keys outlive their month by a few days so usage can still be read.
     static let monthKeyTTL = 40 * 86_400
 
-    static func deviceKey(_ tenant: Tenant, _ keyID: String) -> String { tenant.keyPrefix + "dev:" + keyID }
-    static func madKey(_ tenant: Tenant, _ month: String) -> String { tenant.keyPrefix + "mad:" + month }
-    static func graceKey(_ tenant: Tenant, _ month: String) -> String { tenant.keyPrefix + "grace:" + month }
-    static func subjectKey(_ tenant: Tenant, _ subjectID: String) -> String { tenant.keyPrefix + "subj:" + subjectID }
-    static func challengeKey(_ tenant: Tenant, _ challenge: String) -> String { tenant.keyPrefix + "ch:" + challenge }
+    static func deviceKey(_ tenant: Tenant, _ keyID: String) -> String { tenant.recordKeys.device + keyID }
+    static func madKey(_ tenant: Tenant, _ month: String) -> String { tenant.recordKeys.monthlyActive + month }
+    static func graceKey(_ tenant: Tenant, _ month: String) -> String { tenant.recordKeys.grace + month }
+    static func subjectKey(_ tenant: Tenant, _ subjectID: String) -> String { tenant.recordKeys.subject + subjectID }
+    static func challengeKey(_ tenant: Tenant, _ challenge: String) -> String { tenant.recordKeys.challenge + challenge }
 
     /// Keys and arguments the two prepare scripts share: device, challenge, month set, grace;
     /// now, keyId, challenge ttl, mad limit, grace, month key ttl.

@@ -25,11 +25,11 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
     }
 
     static func deviceKey(_ tenant: Tenant, _ keyID: PlatformSSOKeyID) -> String {
-        tenant.keyPrefix + "psso:dev:" + keyID.urlSafe
+        tenant.recordKeys.platformSSODevice + keyID.urlSafe
     }
-    static func nonceKey(_ tenant: Tenant, _ nonce: String) -> String { tenant.keyPrefix + "psso:nonce:" + nonce }
-    static func familyKey(_ tenant: Tenant, _ family: String) -> String { tenant.keyPrefix + "psso:fam:" + family }
-    static func tokenKey(_ tenant: Tenant, _ digest: String) -> String { tenant.keyPrefix + "psso:rt:" + digest }
+    static func nonceKey(_ tenant: Tenant, _ nonce: String) -> String { tenant.recordKeys.platformSSONonce + nonce }
+    static func familyKey(_ tenant: Tenant, _ family: String) -> String { tenant.recordKeys.platformSSOFamily + family }
+    static func tokenKey(_ tenant: Tenant, _ digest: String) -> String { tenant.recordKeys.platformSSOToken + digest }
 
     /// A new server nonce: 32 bytes from OpenSSL's DRBG, base64url (43 characters).
     func newNonce() -> String { Base64.encodeURL(random.bytes(count: 32)) }

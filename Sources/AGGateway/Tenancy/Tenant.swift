@@ -11,6 +11,8 @@ final class Tenant: Sendable {
     let bucketKeys: TenantBucketKeys
     /// `ag:{APPID}:devepoch`: the tenant's device epoch (`DeviceEpoch`).
     let deviceEpochKey: String
+    /// The prefixes of its per-record keys (`ag:{APPID}:dev:` …).
+    let recordKeys: TenantRecordKeys
     /// SHA-256 of the App ID: the RP ID hash every authenticator data must start with.
     let rpIDHash: [UInt8]
     let series: TenantSeries
@@ -24,6 +26,7 @@ final class Tenant: Sendable {
         keyPrefix = "ag:{\(config.appID)}:"
         bucketKeys = TenantBucketKeys(appID: config.appID)
         deviceEpochKey = keyPrefix + "devepoch"
+        recordKeys = TenantRecordKeys(prefix: keyPrefix)
         rpIDHash = SHA256.hash(Array(config.appID.utf8))
         series = TenantSeries(appID: config.appID)
         proxy = try TenantProxy.make(config, tls: upstreamTLS)
@@ -57,5 +60,26 @@ struct TenantSeries: Sendable {
     /// `attestgate_rate_limited_total` for the bucket named `bucket`.
     func rateLimited(_ bucket: String) -> String {
         rateLimited[bucket] ?? "attestgate_rate_limited_total{bucket=\"\(bucket)\"}"
+    }
+}
+
+/// The prefixes of a tenant's per-record Redis keys, built once per snapshot: a record's key is
+/// then one concatenation, one allocation, where `keyPrefix + "dev:" + keyID` made two.
+struct TenantRecordKeys: Sendable {
+    /// `ag:{APPID}:dev:`, `ch:`, `subj:`, `mad:`, `grace:`.
+    let device, challenge, subject, monthlyActive, grace: String
+    /// `ag:{APPID}:psso:dev:`, `psso:nonce:`, `psso:fam:`, `psso:rt:`.
+    let platformSSODevice, platformSSONonce, platformSSOFamily, platformSSOToken: String
+
+    init(prefix: String) {
+        device = prefix + "dev:"
+        challenge = prefix + "ch:"
+        subject = prefix + "subj:"
+        monthlyActive = prefix + "mad:"
+        grace = prefix + "grace:"
+        platformSSODevice = prefix + "psso:dev:"
+        platformSSONonce = prefix + "psso:nonce:"
+        platformSSOFamily = prefix + "psso:fam:"
+        platformSSOToken = prefix + "psso:rt:"
     }
 }
