@@ -8,7 +8,7 @@ import AGSync
 /// process: signals, exit codes, and memory measured apart from the test's own.
 public final class GatewayProcess: Sendable {
     private let process: Process
-    /// stderr's pipe; its reader is let go when the process is (`deinit`).
+    /// stderr's pipe, read to its end by a thread of its own (`readToEnd`).
     private let errors = Pipe()
     private let output = CapturedOutput()
     public let port: Int
@@ -42,11 +42,8 @@ public final class GatewayProcess: Sendable {
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         let output = self.output
-        errors.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            output.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
-        }
         try process.run()
+        Self.readToEnd(errors, into: output)
         self.process = process
         var port = 0
         var adminPort = 0
@@ -66,22 +63,42 @@ public final class GatewayProcess: Sendable {
         }
         guard port > 0 else {
             process.terminate()
-            errors.fileHandleForReading.readabilityHandler = nil
             throw Failure.didNotStart(output.text.withLock { $0 })
         }
         self.port = port
         self.adminPort = adminPort
     }
 
-    /// Kills a gateway still running and reaps it, and lets go of the stderr reader: a pipe
-    /// reader left installed keeps its file handle, the pipe and the `Process` alive for good
-    /// (LeakSanitizer reported every dropped gateway's at the test process's exit).
+    /// Kills a gateway still running and reaps it; its end of stderr then ends the reader.
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        errors.fileHandleForReading.readabilityHandler = nil
+    }
+
+    /// Appends what the gateway writes to stderr to `output`, on a thread that blocks in `read`
+    /// until the pipe's end (the gateway's exit) and holds the pipe open until then. Not
+    /// Foundation's `readabilityHandler`: its dispatch source on the pipe crashed the test process
+    /// once in libdispatch's event loop (`_dispatch_event_loop_drain`, a bad pointer, during the
+    /// reload tests that start and drop gateways), and when left installed it kept the file
+    /// handle, the pipe and the `Process` alive for good.
+    private static func readToEnd(_ pipe: Pipe, into output: CapturedOutput) {
+        let reader = Thread {
+            let descriptor = pipe.fileHandleForReading.fileDescriptor
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count > 0 {
+                    output.text.withLock { $0 += String(decoding: buffer[..<count], as: UTF8.self) }
+                } else if count < 0, errno == EINTR {
+                    continue
+                } else {
+                    break
+                }
+            }
+        }
+        reader.start()
     }
 
     /// The process id (for /proc).
