@@ -79,10 +79,11 @@ public final class GatewayProcess: Sendable {
 
     /// Appends what the gateway writes to stderr to `output`, on a thread that blocks in `read`
     /// until the pipe's end (the gateway's exit) and holds the pipe open until then. Not
-    /// Foundation's `readabilityHandler`: its dispatch source on the pipe crashed the test process
-    /// once in libdispatch's event loop (`_dispatch_event_loop_drain`, a bad pointer, during the
-    /// reload tests that start and drop gateways), and when left installed it kept the file
-    /// handle, the pipe and the `Process` alive for good.
+    /// Foundation's `readabilityHandler`, a dispatch source on the pipe: the test process crashed
+    /// once in libdispatch's event loop (`_dispatch_event_loop_drain`, a bad pointer) while the
+    /// reload tests started and dropped gateways, and that source was the test support's one
+    /// dispatch source (the likely cause, not a proven one); left installed it also kept the
+    /// file handle, the pipe and the `Process` alive for good.
     private static func readToEnd(_ pipe: Pipe, into output: CapturedOutput) {
         let reader = Thread {
             let descriptor = pipe.fileHandleForReading.fileDescriptor
