@@ -42,6 +42,34 @@ import Testing
         #expect(BodyDecoder.parseChunkSize(Array(line.utf8)) == expected, "\(line)")
     }
 
+    /// Chunked bodies whose every line ends in CRLF decode, trailers dropped; a bare LF
+    /// anywhere in the coding's lines, or a trailer that is not a field line, is refused —
+    /// whole, in pieces and byte by byte (the bare-LF rows were accepted before).
+    static let chunkedBodies: [(String, String, String)] = [
+        ("plain", "5\r\nhello\r\n0\r\n\r\n", "done hello"),
+        ("extension and trailer", "5;a=b\r\nhello\r\n0\r\nX-T: 1\r\nX-U:\t\r\n\r\n", "done hello"),
+        ("bare LF after the size", "5\nhello\r\n0\r\n\r\n", "malformed"),
+        ("bare LF after the data", "5\r\nhello\n0\r\n\r\n", "malformed"),
+        ("bare LF everywhere", "5\nhello\n0\n\n", "malformed"),
+        ("bare LF after the last chunk", "5\r\nhello\r\n0\n\r\n", "malformed"),
+        ("bare LF ending the trailers", "5\r\nhello\r\n0\r\n\n", "malformed"),
+        ("bare LF after a trailer", "5\r\nhello\r\n0\r\nX-T: 1\n\r\n", "malformed"),
+        ("CR without LF after the data", "5\r\nhello\rX0\r\n\r\n", "malformed"),
+        ("trailer without a colon", "0\r\nnot a field\r\n\r\n", "malformed"),
+        ("folded trailer", "0\r\nX-T: 1\r\n 2\r\n\r\n", "malformed"),
+        ("trailer with a NUL", "0\r\nX-T: a\u{0}b\r\n\r\n", "malformed"),
+    ]
+
+    @Test(arguments: chunkedBodies)
+    func chunkedLinesEndInCRLF(_ name: String, _ body: String, _ expected: String) {
+        let input = Array(body.utf8)
+        for pieces in [[], [3], [1]] {
+            let outcome = BodyDecoderProbe.chunked(input, pieceSizes: pieces)
+            let got = outcome.verdict == "done" ? "done " + String(decoding: outcome.body, as: UTF8.self) : outcome.verdict
+            #expect(got == expected, "\(name), pieces \(pieces)")
+        }
+    }
+
     @Test func boundaryFindsTheHeadOrABareLF() {
         #expect(HTTPHeadParser.boundary(Array("GET / HTTP/1.1\r\nHost: h\r\n\r\nBODY".utf8).span) == .complete(length: 27))
         #expect(HTTPHeadParser.boundary(Array("GET / HTTP/1.1\r\nHost: h\r\n".utf8).span) == .incomplete)

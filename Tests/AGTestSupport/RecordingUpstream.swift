@@ -11,6 +11,9 @@ public struct UpstreamRecord: Sendable {
     public let target: String
     public let headers: [(name: String, value: String)]
     public let body: [UInt8]
+    /// False when the connection closed before a chunked body's last chunk: `body` is what
+    /// came before it (the request is recorded all the same).
+    public let bodyComplete: Bool
     /// Which accepted connection carried it (1, 2, …).
     public let connection: Int
 
@@ -186,11 +189,13 @@ public final class RecordingUpstream: Sendable {
             }
             func value(_ name: String) -> String? { headers.first { $0.name.lowercased() == name }?.value }
             var body: [UInt8] = []
+            var bodyComplete = true
             if value("transfer-encoding")?.lowercased() == "chunked" {
+                bodyComplete = false
                 while let sizeLine = reader.readUntil([13, 10]) {
                     let size = Int(String(decoding: sizeLine, as: UTF8.self).split(separator: ";")[0], radix: 16) ?? 0
                     if size == 0 {
-                        _ = reader.readUntil([13, 10])
+                        bodyComplete = reader.readUntil([13, 10]) != nil
                         break
                     }
                     guard let chunk = reader.read(size + 2) else { return }
@@ -201,7 +206,7 @@ public final class RecordingUpstream: Sendable {
                 body = bytes
             }
             let record = UpstreamRecord(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers,
-                                        body: body, connection: connection)
+                                        body: body, bodyComplete: bodyComplete, connection: connection)
             let answer = state.withLock { state -> @Sendable (UpstreamRecord) -> UpstreamReply in
                 state.records.append(record)
                 return state.reply

@@ -54,4 +54,28 @@ struct ProxyHardeningEndToEndTests {
         #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one answer: the pipelined request is not read")
         #expect(fixture.upstream.records.isEmpty)
     }
+
+    /// A chunked request body whose lines end in a bare LF is refused like a head that does
+    /// (it was decoded and proxied before): a front proxy that reads the coding differently
+    /// could otherwise smuggle a request past it. The body is streamed, so the upstream may
+    /// have the head and the chunks before the bad line, never the body's end; the pipelined
+    /// request after it is not read.
+    @Test(arguments: ["5\nhello\r\n0\r\n\r\n", "5\r\nhello\n0\r\n\r\n", "5\r\nhello\r\n0\n\n"])
+    func chunkedBodyWithABareLFIsRefused(body: String) throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        let client = try RawTestSocket(port: fixture.gateway.port)
+        let headers = fixture.tenantHeaders.map { "\($0.0): \($0.1)\r\n" }.joined()
+        client.send("POST /public/a HTTP/1.1\r\nHost: h\r\n\(headers)Transfer-Encoding: chunked\r\n\r\n\(body)"
+                    + "GET /public/b HTTP/1.1\r\nHost: h\r\n\(headers)\r\n")
+        let (bytes, closed) = client.readUntilClose(timeout: .seconds(5))
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(closed, "the connection is closed after the answer")
+        #expect(text.hasPrefix("HTTP/1.1 400 "), "\(text)")
+        #expect(text.contains(#""code":"bad_request""#), "\(text)")
+        #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one answer: the pipelined request is not read")
+        let records = fixture.upstream.records
+        #expect(records.count <= 1 && records.allSatisfy { $0.target == "/base/public/a" && !$0.bodyComplete },
+                "\(records.map { ($0.target, $0.bodyComplete) })")
+    }
 }

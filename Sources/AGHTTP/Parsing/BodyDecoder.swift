@@ -79,7 +79,11 @@ struct BodyDecoder {
                 }
                 return .needMore
             case .chunkSize:
-                guard let line = readLine(input) else {
+                let line: [UInt8]
+                switch readLine(input) {
+                case .line(let found): line = found
+                case .bareLineFeed: return .malformed("bare LF in chunked body")
+                case .needMore:
                     return evbuffer_get_length(input) > Self.maxLineLength ? .malformed("chunk size line too long") : .needMore
                 }
                 guard let size = Self.parseChunkSize(line) else { return .malformed("malformed chunk size") }
@@ -93,20 +97,30 @@ struct BodyDecoder {
                     return .needMore
                 }
             case .chunkDataEnd:
-                guard let line = readLine(input) else {
-                    return evbuffer_get_length(input) >= 2 ? .malformed("missing CRLF after chunk") : .needMore
-                }
-                guard line.isEmpty else { return .malformed("missing CRLF after chunk") }
+                // Exactly CRLF: the data's end is known, so any other byte here is an error
+                // (a bare LF included), found as soon as it arrives.
+                var end: (UInt8, UInt8) = (0, 0)
+                let copied = withUnsafeMutableBytes(of: &end) { Int(evbuffer_copyout(input, $0.baseAddress, 2)) }
+                if copied >= 1, end.0 != 0x0D { return .malformed("missing CRLF after chunk") }
+                guard copied == 2 else { return .needMore }
+                guard end.1 == 0x0A else { return .malformed("missing CRLF after chunk") }
+                evbuffer_drain(input, 2)
                 state = .chunkSize
             case .trailers:
-                // Trailer fields are read and dropped; the proxy does not forward them.
-                guard let line = readLine(input) else {
+                // Trailer fields are checked as field lines, then dropped: the proxy does not
+                // forward them.
+                let line: [UInt8]
+                switch readLine(input) {
+                case .line(let found): line = found
+                case .bareLineFeed: return .malformed("bare LF in chunked body")
+                case .needMore:
                     return evbuffer_get_length(input) > Self.maxLineLength ? .malformed("trailer line too long") : .needMore
                 }
                 if line.isEmpty {
                     state = .done
                     return .done
                 }
+                guard Self.isFieldLine(line) else { return .malformed("malformed trailer field") }
             }
         }
     }
@@ -123,16 +137,39 @@ struct BodyDecoder {
         return remaining - available
     }
 
-    private func readLine(_ input: OpaquePointer) -> [UInt8]? {
+    private enum Line {
+        /// A line without its CRLF, removed from the input.
+        case line([UInt8])
+        /// No line feed yet within `maxLineLength` bytes and its CR (or the line is longer).
+        case needMore
+        /// A line feed without a carriage return before it: RFC 9112 section 7.1 ends every
+        /// line of the chunked coding with CRLF, as the head's lines (section 2.2 lets a
+        /// recipient take a bare LF; the head parser does not, so neither does this).
+        case bareLineFeed
+    }
+
+    /// The next line of `input`, which must end in CRLF.
+    private func readLine(_ input: OpaquePointer) -> Line {
         var eolLength = 0
-        let found = evbuffer_search_eol(input, nil, &eolLength, EVBUFFER_EOL_CRLF)
-        guard found.pos >= 0, found.pos <= Self.maxLineLength else { return nil }
+        let found = evbuffer_search_eol(input, nil, &eolLength, EVBUFFER_EOL_LF)
+        guard found.pos >= 0, found.pos <= Self.maxLineLength + 1 else { return .needMore }
         var line = [UInt8](repeating: 0, count: found.pos)
         if found.pos > 0 {
-            line.withUnsafeMutableBytes { _ = evbuffer_remove(input, $0.baseAddress, found.pos) }
+            line.withUnsafeMutableBytes { _ = evbuffer_copyout(input, $0.baseAddress, found.pos) }
         }
-        evbuffer_drain(input, eolLength)
-        return line
+        guard line.last == 0x0D else { return .bareLineFeed }
+        line.removeLast()
+        evbuffer_drain(input, found.pos + eolLength)
+        return .line(line)
+    }
+
+    /// A trailer line: `field-name ":" OWS field-value OWS`, a token name and value bytes
+    /// that are visible, obs-text, space or tab (RFC 9110 section 5.5) — the head's rules.
+    static func isFieldLine(_ line: [UInt8]) -> Bool {
+        var index = 0
+        while index < line.count, HTTPHeadParser.isTokenByte(line[index]) { index += 1 }
+        guard index > 0, index < line.count, line[index] == UInt8(ascii: ":") else { return false }
+        return line[(index + 1)...].allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
     }
 
     /// A chunk-size line: hex digits, then only chunk extensions (RFC 9112 section 7.1.1:
