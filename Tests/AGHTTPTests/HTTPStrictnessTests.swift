@@ -70,6 +70,42 @@ import Testing
         }
     }
 
+    /// An absolute-form target (RFC 9112 section 3.2.2: a server must accept it) is read as
+    /// its path and query, its authority kept apart (it stands before `Host`); it was passed
+    /// on whole before, and no route matched a path starting with `http:`.
+    static let absoluteTargets: [(String, String, String?, Bool)] = [
+        ("http://api.example.com/a/b?q=1", "/a/b?q=1", "api.example.com", false),
+        ("HTTPS://Api.Example.com:8443/a", "/a", "Api.Example.com:8443", false),
+        ("http://h", "/", "h", true),
+        ("http://h?x=1", "/?x=1", "h", true),
+        ("http://[::1]:8080/p", "/p", "[::1]:8080", false),
+        ("/plain?x=1", "/plain?x=1", nil, false),
+        ("ftp://h/p", "ftp://h/p", nil, false),
+        ("*", "*", nil, false),
+        ("h:443", "h:443", nil, false),
+    ]
+
+    @Test(arguments: absoluteTargets)
+    func absoluteFormTargetsAreReadAsPathAndAuthority(_ sent: String, _ target: String, _ authority: String?, _ lacksSlash: Bool) throws {
+        let head = try HTTPHeadParser.parseRequest(Array("GET \(sent) HTTP/1.1\r\nHost: other\r\n\r\n".utf8))
+        #expect(head.target == target)
+        #expect(head.authorityRange.map { String(decoding: head.headers.storage[$0], as: UTF8.self) } == authority)
+        #expect(head.targetLacksSlash == lacksSlash)
+        #expect((head.targetLacksSlash ? "/" : "") + String(decoding: head.headers.storage[head.targetRange], as: UTF8.self) == target)
+    }
+
+    static let refusedTargets: [(String, HTTPParseError)] = [
+        ("GET http://user@h/p HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("userinfo in the request target")),
+        ("GET http:///p HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("no host in the request target")),
+        ("GET http://h\"x/p HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("malformed request target")),
+        ("GET http://h/p HTTP/1.1\r\n\r\n", .malformed("missing Host header")),
+    ]
+
+    @Test(arguments: refusedTargets)
+    func badAbsoluteFormTargetsAreRefused(_ text: String, _ expected: HTTPParseError) {
+        #expect(throws: expected) { _ = try HTTPHeadParser.parseRequest(Array(text.utf8)) }
+    }
+
     @Test func boundaryFindsTheHeadOrABareLF() {
         #expect(HTTPHeadParser.boundary(Array("GET / HTTP/1.1\r\nHost: h\r\n\r\nBODY".utf8).span) == .complete(length: 27))
         #expect(HTTPHeadParser.boundary(Array("GET / HTTP/1.1\r\nHost: h\r\n".utf8).span) == .incomplete)

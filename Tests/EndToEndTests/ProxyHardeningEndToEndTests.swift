@@ -78,4 +78,28 @@ struct ProxyHardeningEndToEndTests {
         #expect(records.count <= 1 && records.allSatisfy { $0.target == "/base/public/a" && !$0.bodyComplete },
                 "\(records.map { ($0.target, $0.bodyComplete) })")
     }
+
+    /// A request in absolute form (RFC 9112 section 3.2.2: a server must accept it) is
+    /// routed by its path, forwarded in origin form, and its authority, not `Host`, becomes
+    /// `X-Forwarded-Host`; the gateway's own endpoints answer it too. Before, it was refused
+    /// as a path the proxy does not accept.
+    @Test func absoluteFormRequestsAreRoutedByTheirPath() throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        let client = try HTTPTestClient(port: fixture.gateway.port)
+        let headers = fixture.tenantHeaders.map { "\($0.0): \($0.1)\r\n" }.joined()
+        try client.write("GET http://api.example.com/public/a?x=1 HTTP/1.1\r\nHost: other.example\r\n\(headers)\r\n")
+        let proxied = try client.readResponse()
+        #expect(proxied.status == 200, "\(proxied.text)")
+        let record = try #require(fixture.upstream.records.last)
+        #expect(record.target == "/base/public/a?x=1")
+        #expect(record.header("X-Forwarded-Host") == "api.example.com")
+        try client.write("GET HTTP://h.example:8080/healthz HTTP/1.1\r\nHost: h.example:8080\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        try client.write("GET http://u@h/public/a HTTP/1.1\r\nHost: h\r\n\(headers)\r\n")
+        let refused = try client.readResponse()
+        #expect(refused.status == 400)
+        #expect(refused.code == "bad_request")
+        #expect(fixture.upstream.records.count == 1)
+    }
 }

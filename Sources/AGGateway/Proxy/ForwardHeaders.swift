@@ -83,6 +83,9 @@ struct ClientHop: Sendable {
     let requestID: RequestIdentifier
     /// `X-Forwarded-Proto` when the peer is not trusted to tell.
     var scheme = "http"
+    /// An absolute-form target's authority, in the inbound head's storage: the host the client
+    /// asked for, which stands before its `Host` field (RFC 9112 section 3.2.2).
+    var targetAuthority: Range<Int>?
 }
 
 /// Builds the request header section sent upstream and the response's sent to the client,
@@ -102,7 +105,8 @@ enum ForwardHeaders {
     /// the gateway sets (lookalikes with `_` included).
     /// Added, replacing and never appending: `Host`, `X-Forwarded-For` (the client's chain
     /// extended with the peer when the peer is trusted, else the peer alone),
-    /// `X-Forwarded-Proto`, `X-Forwarded-Host`, `X-Request-ID`, then `injected` (claim
+    /// `X-Forwarded-Proto`, `X-Forwarded-Host` (a trusted peer's, else the authority of an
+    /// absolute-form target, else the client's `Host`), `X-Request-ID`, then `injected` (claim
     /// headers and the payload header; empty on `auth: none` routes).
     static func request(_ inbound: HTTPFields, policy: ForwardHeaderPolicy, hop: ClientHop,
                         injected: InjectedHeaders, into writer: inout HTTPHeadWriter) {
@@ -165,9 +169,9 @@ enum ForwardHeaders {
             writer.append(hop.scheme)
         }
         writer.appendCRLF()
-        if let value = (hop.peerTrusted ? forwardedHost : nil) ?? host {
+        if let value = (hop.peerTrusted ? forwardedHost?.valueRange : nil) ?? hop.targetAuthority ?? host?.valueRange {
             writer.appendFieldName(.xForwardedHost)
-            writer.append(inbound.storage[value.valueRange])
+            writer.append(inbound.storage[value])
             writer.appendCRLF()
         }
         appendRequestID(hop.requestID, into: &writer)

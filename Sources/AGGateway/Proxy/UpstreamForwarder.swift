@@ -27,6 +27,7 @@ final class UpstreamForwarder: Forwarder {
                             peerTrusted: snapshot.config.gateway.server.trusts(peer: request.remoteAddress),
                             requestID: context.requestID)
         if request.isSecure { hop.scheme = "https" }
+        hop.targetAuthority = request.head.authorityRange
         let policy = proxy.headers
         context.upstreamTarget = proxy.target
         upstreams.forward(request, to: proxy.target,

@@ -5,12 +5,21 @@ import Glibc
 /// The parsed start line and header fields of an HTTP/1.x request.
 public struct HTTPRequestHead: Sendable {
     public let method: String
-    /// The request target as sent (origin form: path and query).
+    /// The request target in origin form (path and query): as sent, or the path and query of
+    /// an absolute-form target (`http://host/path?query`, RFC 9112 section 3.2.2), with `/`
+    /// for an empty path.
     public let target: String
     public let versionMinor: Int
     public let headers: HTTPFields
-    /// Where the target lies in `headers.storage`, for forwarding it without a copy.
+    /// Where the origin-form target lies in `headers.storage`, for forwarding it without a
+    /// copy (after a `/` when `targetLacksSlash`).
     public let targetRange: Range<Int>
+    /// An absolute-form target's authority in `headers.storage`: the host the client named,
+    /// which RFC 9112 section 3.2.2 puts before the `Host` field. Nil for origin form.
+    public var authorityRange: Range<Int>? = nil
+    /// An absolute-form target with an empty path (`http://host` or `http://host?query`):
+    /// its origin form starts with a `/` that `targetRange` does not hold.
+    public var targetLacksSlash = false
 
     /// A head for a reply the server makes up itself (a refused or timed-out request).
     static let unparsed = HTTPRequestHead(method: "", target: "", versionMinor: 1, headers: HTTPFields(), targetRange: 0..<0)

@@ -48,14 +48,64 @@ public enum HTTPHeadParser {
             throw .malformed("malformed request target")
         }
         let minor = try parseVersion(bytes, (secondSpace + 1)..<line.upperBound)
+        var origin = target
+        var authority: Range<Int>?
+        if bytes[target.lowerBound] != UInt8(ascii: "/"), let absolute = try absoluteForm(bytes, target) {
+            (authority, origin) = absolute
+        }
         let headers = try parseFields(storage, &lines, into: &fieldList)
         var hosts = 0
         for field in headers where field.name == .host { hosts += 1 }
         guard hosts <= 1 else { throw .malformed("more than one Host header") }
         guard hosts == 1 || minor == 0 else { throw .malformed("missing Host header") }
+        let lacksSlash = authority != nil && (origin.isEmpty || bytes[origin.lowerBound] != UInt8(ascii: "/"))
+        let originText = String(decoding: storage[origin], as: UTF8.self)
         return HTTPRequestHead(method: knownMethod(bytes, method) ?? String(decoding: storage[method], as: UTF8.self),
-                               target: String(decoding: storage[target], as: UTF8.self),
-                               versionMinor: minor, headers: headers, targetRange: target)
+                               target: lacksSlash ? "/" + originText : originText,
+                               versionMinor: minor, headers: headers, targetRange: origin,
+                               authorityRange: authority, targetLacksSlash: lacksSlash)
+    }
+
+    /// An absolute-form target (RFC 9112 section 3.2.2), which a server must accept: an
+    /// `http` or `https` URI (scheme in any case) split into its authority and the rest (path
+    /// and query, possibly empty). The authority must name a host and carry no userinfo (RFC
+    /// 9110 section 4.2.4). Nil for any other target (asterisk or authority form, another
+    /// scheme), which stays as sent.
+    static func absoluteForm(_ bytes: Span<UInt8>, _ target: Range<Int>) throws(HTTPParseError) -> (authority: Range<Int>, rest: Range<Int>)? {
+        var index = target.lowerBound
+        var scheme: [UInt8] = []
+        while index < target.upperBound, index - target.lowerBound < 6, bytes[index] != UInt8(ascii: ":") {
+            scheme.append(bytes[index] | 0x20)
+            index += 1
+        }
+        guard scheme == Array("http".utf8) || scheme == Array("https".utf8) else { return nil }
+        guard index + 3 <= target.upperBound, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == UInt8(ascii: "/"),
+              bytes[index + 2] == UInt8(ascii: "/") else { return nil }
+        let start = index + 3
+        var end = start
+        while end < target.upperBound, bytes[end] != UInt8(ascii: "/"), bytes[end] != UInt8(ascii: "?") {
+            guard isAuthorityByte(bytes[end]) else {
+                throw .malformed(bytes[end] == UInt8(ascii: "@") ? "userinfo in the request target" : "malformed request target")
+            }
+            end += 1
+        }
+        guard end > start else { throw .malformed("no host in the request target") }
+        return (start..<end, end..<target.upperBound)
+    }
+
+    /// A byte of an authority without userinfo: unreserved, `%`, sub-delims, `:`, `[`, `]`.
+    private static func isAuthorityByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "%"),
+             UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"),
+             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="),
+             UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]"):
+            true
+        default:
+            false
+        }
     }
 
     public static func parseResponse(_ storage: [UInt8]) throws(HTTPParseError) -> HTTPResponseHead {

@@ -102,6 +102,7 @@ public final class UpstreamPool {
         UpstreamRequestHead.write(into: &headWriter, method: request.method, framing: request.framing,
                                   defaultHost: target.hostHeader, target: { writer in
             writer.append(target.basePath)
+            if request.head.targetLacksSlash { writer.append("/") }
             writer.append(request.head.headers.storage[request.head.targetRange])
         }, fields: writeFields)
         let exchange = UpstreamExchange(pool: self, request: request, target: target, head: headWriter.bytes,
