@@ -16,13 +16,14 @@ public struct HTTPRequestHead: Sendable {
     public let targetRange: Range<Int>
     /// An absolute-form target's authority in `headers.storage`: the host the client named,
     /// which RFC 9112 section 3.2.2 puts before the `Host` field. Nil for origin form.
-    public var authorityRange: Range<Int>? = nil
+    public let authorityRange: Range<Int>?
     /// An absolute-form target with an empty path (`http://host` or `http://host?query`):
     /// its origin form starts with a `/` that `targetRange` does not hold.
-    public var targetLacksSlash = false
+    public let targetLacksSlash: Bool
 
     /// A head for a reply the server makes up itself (a refused or timed-out request).
-    static let unparsed = HTTPRequestHead(method: "", target: "", versionMinor: 1, headers: HTTPFields(), targetRange: 0..<0)
+    static let unparsed = HTTPRequestHead(method: "", target: "", versionMinor: 1, headers: HTTPFields(), targetRange: 0..<0,
+                                          authorityRange: nil, targetLacksSlash: false)
 
     /// The path part of the target, without the query.
     public var path: Substring {
