@@ -214,12 +214,14 @@ stop_redis_group() {
     return 0
 }
 
-# Python modules the interop tests drive (an independent JOSE implementation): installs
-# whichever of jwcrypto and cryptography is missing, quietly, with pip from PyPI. A Python that
-# marks itself externally managed (PEP 668) gets them with --break-system-packages.
+# Python modules the interop tests drive (an independent JOSE implementation, and the
+# Prometheus project's exposition parser): installs them when one is missing, quietly, with pip
+# from PyPI. A Python that marks itself externally managed (PEP 668) gets them with
+# --break-system-packages.
 ensure_python_test_modules() {
-    python3 -c 'import jwcrypto, cryptography' 2>/dev/null && return 0
-    echo "installing Python modules: jwcrypto cryptography" >&2
+    python3 -c 'import jwcrypto, cryptography, prometheus_client' 2>/dev/null && return 0
+    local modules=(jwcrypto cryptography prometheus-client)
+    echo "installing Python modules: ${modules[*]}" >&2
     local pip=(env PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check)
-    "${pip[@]}" jwcrypto cryptography >/dev/null 2>&1 || "${pip[@]}" --break-system-packages jwcrypto cryptography >&2
+    "${pip[@]}" "${modules[@]}" >/dev/null 2>&1 || "${pip[@]}" --break-system-packages "${modules[@]}" >&2
 }

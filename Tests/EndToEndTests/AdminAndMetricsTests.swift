@@ -35,4 +35,50 @@ struct AdminAndMetricsTests {
         #expect(metrics.text.contains(counted))
         #expect(metrics.text.contains("attestgate_request_duration_seconds_count"))
     }
+
+    /// The exposition as the Prometheus project's own parser reads it (`prometheus_client`,
+    /// an independent reader): it parses, fresh and after traffic, and the counters an
+    /// operator alerts on are there at 0 from the start — a counter first scraped at 1 is
+    /// invisible to `increase()`, so an alert on the first Redis error would never fire.
+    @Test func theExpositionParsesAndAlertableCountersStartAtZero() throws {
+        let teamID = TestGateway.randomTeamID()
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])
+        defer { gateway.stop() }
+        let fresh = try Self.parsed(gateway.admin("GET", "/metrics").text)
+        for name in ["attestgate_redis_errors_total", "attestgate_store_resets_total",
+                     "attestgate_token_cache_hits_total", "attestgate_token_cache_misses_total"] {
+            #expect(fresh.contains("counter \(name){} 0"), "\(name): \(fresh)")
+        }
+        #expect(fresh.contains(#"counter attestgate_config_reloads_total{result="ok"} 0"#))
+        #expect(fresh.contains(#"counter attestgate_config_reloads_total{result="rejected"} 0"#))
+        #expect(fresh.contains("histogram attestgate_request_duration_seconds_count{} 0"))
+
+        #expect(try gateway.admin("POST", "/admin/v1/reload").status == 200)
+        _ = try gateway.send("GET", "/api/v1/attestation/challenge", headers: [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app")])
+        let counted = #"route="challenge",status="200",tenant="\#(teamID).com.example.app"} 1"#
+        var after: [String] = []
+        _ = try? eventually(TestBuild.sanitizer == nil ? 5 : 20) {
+            after = try Self.parsed(gateway.admin("GET", "/metrics").text)
+            return after.contains { $0.hasSuffix(counted) }
+        }
+        #expect(after.contains { $0.hasPrefix("counter attestgate_requests_total{") && $0.hasSuffix(counted) }, "\(after)")
+        #expect(after.contains(#"counter attestgate_config_reloads_total{result="ok"} 1"#), "\(after)")
+        let infinity = after.first { $0.hasPrefix(#"histogram attestgate_request_duration_seconds_bucket{le="+Inf"} "#) }
+        #expect(infinity.flatMap { Double($0.split(separator: " ").last!) }.map { $0 >= 1 } == true, "\(after)")
+    }
+
+    /// `metrics_families.py`: one "type name{labels} value" line per sample, or a throw when
+    /// the parser refuses the text.
+    static func parsed(_ exposition: String) throws -> [String] {
+        let (status, output) = try runProgram("/usr/bin/env", ["python3", TestGateway.fixturePath("metrics_families.py"), exposition],
+                                              mergingErrors: true)
+        let text = String(decoding: output, as: UTF8.self)
+        guard status == 0 else { throw ExpositionRefused(message: text) }
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    struct ExpositionRefused: Error, CustomStringConvertible {
+        let message: String
+        var description: String { "prometheus_client refused the exposition: \(message)" }
+    }
 }

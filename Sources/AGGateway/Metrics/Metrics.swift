@@ -21,9 +21,20 @@ public final class MetricsRegistry: Sendable {
         global.withLock { $0[series, default: 0] += amount }
     }
 
+    /// Series shown from the start, at 0 until counted: the counters without labels, and the
+    /// reload results. A counter first scraped at 1 is invisible to `increase()` and `rate()`,
+    /// so an alert on the first Redis error or store reset would never fire. Labelled
+    /// per-tenant series appear with their first count.
+    static let exposedFromStart = [
+        "attestgate_redis_errors_total", "attestgate_store_resets_total",
+        HotCounter.tokenCacheHits.series, HotCounter.tokenCacheMisses.series,
+        "attestgate_config_reloads_total{result=\"ok\"}", "attestgate_config_reloads_total{result=\"rejected\"}",
+    ]
+
     /// Prometheus text exposition format 0.0.4.
     public func render() -> String {
         var counters: [String: Int] = global.withLock { $0 }
+        for series in Self.exposedFromStart { counters[series, default: 0] += 0 }
         var buckets = [Int](repeating: 0, count: WorkerMetrics.latencyBounds.count + 1)
         var latencySum = 0.0
         var latencyCount = 0
