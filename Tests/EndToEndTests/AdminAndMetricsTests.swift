@@ -18,6 +18,37 @@ struct AdminAndMetricsTests {
         #expect(unknown.code == "not_found")
     }
 
+    /// A known admin path with the wrong method answers 405 `method_not_allowed` with `Allow`,
+    /// as the public listener and the Platform SSO admin paths do; these answered 404 before.
+    /// An unknown path, or a tenant that is not there, stays 404. Nothing is changed.
+    @Test func aWrongMethodOnAnAdminPathIsMethodNotAllowed() throws {
+        let teamID = TestGateway.randomTeamID()
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])
+        defer { gateway.stop() }
+        let app = "/admin/v1/tenants/\(teamID).com.example.app"
+        let key = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+        let rows: [(String, String, String)] = [
+            ("DELETE", "/metrics", "GET"), ("GET", "/admin/v1/reload", "POST"),
+            ("GET", "/admin/v1/store/acknowledge-reset", "POST"), ("POST", "/admin/v1/tenants", "GET"),
+            ("DELETE", "/admin/v1/tiers", "GET"), ("DELETE", "/admin/v1/tiers/free", "PUT"),
+            ("DELETE", app, "GET"), ("GET", app + "/tier", "PUT, DELETE"), ("PUT", app + "/usage", "GET"),
+            ("DELETE", app + "/keys/" + key, "PUT, GET"), ("GET", app + "/keys/" + key + "/revoke", "POST"),
+            ("GET", app + "/subjects/00000000-0000-4000-8000-000000000000/subscription", "PUT"),
+        ]
+        for (method, path, allow) in rows {
+            let response = try gateway.admin(method, path)
+            #expect(response.status == 405, "\(method) \(path): \(response.text)")
+            #expect(response.code == "method_not_allowed", "\(method) \(path)")
+            #expect(response.header("Allow") == allow, "\(method) \(path)")
+        }
+        for (method, path) in [("GET", "/admin/v1/nothing"), ("GET", app + "/nothing"), ("DELETE", "/admin/v1/tenants/NOPE000000.x.y")] {
+            let response = try gateway.admin(method, path)
+            #expect(response.status == 404, "\(method) \(path): \(response.text)")
+            #expect(response.code == "not_found")
+        }
+        #expect(try gateway.admin("GET", "/admin/v1/tiers").text.contains(#""free""#), "the tiers are untouched")
+    }
+
     @Test func metricsCountRequestsByTenantRouteAndCode() throws {
         let teamID = TestGateway.randomTeamID()
         let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])

@@ -40,9 +40,43 @@ struct AdminRouter {
             if path.hasPrefix("/admin/v1/tenants/") {
                 tenantCall(context, path.dropFirst("/admin/v1/tenants/".count).split(separator: "/", omittingEmptySubsequences: false))
             } else {
-                context.fail(.notFound)
+                Self.refuse(context, allowed: Self.methods(path))
             }
         }
+    }
+
+    /// The methods each admin path outside `/admin/v1/tenants/{appId}` answers; none for a
+    /// path that is not there.
+    static func methods(_ path: Substring) -> [String] {
+        switch path {
+        case "/metrics", "/admin/v1/tenants", "/admin/v1/tiers": ["GET"]
+        case "/admin/v1/reload", "/admin/v1/store/acknowledge-reset": ["POST"]
+        default: path.hasPrefix("/admin/v1/tiers/") ? ["PUT"] : []
+        }
+    }
+
+    /// The methods each path under `/admin/v1/tenants/{appId}/` answers (`rest` is what
+    /// follows the App ID); none for a path that is not there. Platform SSO's paths say
+    /// their own.
+    static func tenantMethods(_ rest: [Substring]) -> [String] {
+        switch rest.count {
+        case 0: ["GET"]
+        case 1 where rest[0] == "tier": ["PUT", "DELETE"]
+        case 1 where rest[0] == "usage": ["GET"]
+        case 2 where rest[0] == "keys": ["PUT", "GET"]
+        case 3 where rest[0] == "keys" && rest[2] == "revoke": ["POST"]
+        case 3 where rest[0] == "subjects" && rest[2] == "subscription": ["PUT"]
+        default: []
+        }
+    }
+
+    /// A request no case took: 405 with `Allow` on a path that answers other methods (as on
+    /// the public listener), else 404.
+    private static func refuse(_ context: RequestContext, allowed: [String]) {
+        guard !allowed.isEmpty else { return context.fail(.notFound) }
+        var error = GatewayError.methodNotAllowed
+        error.headers = [("Allow", allowed.joined(separator: ", "))]
+        context.fail(error)
     }
 
     /// `/admin/v1/tenants/{appId}/…`
@@ -85,8 +119,8 @@ struct AdminRouter {
         case ("GET", let rest) where rest == ["usage"]:
             context.route = "admin_usage"
             AdminDeviceHandlers.usage(context, tenant: tenant)
-        default:
-            context.fail(.notFound)
+        case (_, let rest):
+            Self.refuse(context, allowed: Self.tenantMethods(rest))
         }
     }
 
