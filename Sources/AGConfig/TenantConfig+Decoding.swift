@@ -144,7 +144,14 @@ extension TenantConfig {
             case .null: return .null
             case .bool(let value): return .bool(value)
             case .int(let value): return .integer(Int64(value))
-            case .string(let value): return .string(value)
+            case .string(let value):
+                // The core schema's integer past Int64 (it stays a string so that this can be
+                // said): sending it as a string would change the claim's type unasked.
+                guard !scalar.isPlain || !YAMLScalar.isDecimalInteger(value) else {
+                    d.report(field, "integer out of range (at most 19 digits); quote it to send a string")
+                    return nil
+                }
+                return .string(value)
             case .double(let value):
                 guard value.isFinite else {
                     d.report(field, "JSON has no infinity or NaN; quote it to send a string")

@@ -341,6 +341,9 @@ import Testing
             custom_claims:
               subscription: {tier: gold}
               ratio: .inf
+              huge: 123456789012345678901234567890
+              quoted: "123456789012345678901234567890"
+              nested: [-99999999999999999999]
 
             """)], expected: [
             #"conf/tenants/example.yaml:7: forward.claims.subjct: unknown claim "subjct"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
@@ -352,6 +355,8 @@ import Testing
             #"conf/tenants/example.yaml:13: forward.forward_authorization: expected true or false, got "no""#,
             "conf/tenants/example.yaml:15: custom_claims.subscription: reserved: the subscription claim is set per subject through the admin API",
             "conf/tenants/example.yaml:16: custom_claims.ratio: JSON has no infinity or NaN; quote it to send a string",
+            "conf/tenants/example.yaml:17: custom_claims.huge: integer out of range (at most 19 digits); quote it to send a string",
+            "conf/tenants/example.yaml:19: custom_claims.nested[0]: integer out of range (at most 19 digits); quote it to send a string",
         ]),
         BadCase(name: "payload header clashing with a default claim header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development
