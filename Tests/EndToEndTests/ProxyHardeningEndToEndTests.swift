@@ -55,6 +55,29 @@ struct ProxyHardeningEndToEndTests {
         #expect(fixture.upstream.records.isEmpty)
     }
 
+    /// A well-formed chunked request body — several chunks, an extension, a trailer — reaches
+    /// the upstream whole and ended (re-chunked, the trailer dropped), and the connection goes
+    /// on to the next request.
+    @Test func chunkedBodyArrivesWholeAndEnded() throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        let client = try RawTestSocket(port: fixture.gateway.port)
+        let headers = fixture.tenantHeaders.map { "\($0.0): \($0.1)\r\n" }.joined()
+        client.send("POST /public/a HTTP/1.1\r\nHost: h\r\n\(headers)Transfer-Encoding: chunked\r\n\r\n"
+                    + "5;ext=1\r\nhello\r\n1\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: t\r\n\r\n"
+                    + "GET /public/b HTTP/1.1\r\nHost: h\r\n\(headers)Connection: close\r\n\r\n")
+        let (bytes, closed) = client.readUntilClose(timeout: .seconds(5))
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(closed)
+        #expect(text.components(separatedBy: "HTTP/1.1 200 ").count == 3, "\(text)")
+        let records = fixture.upstream.records
+        #expect(records.map(\.target) == ["/base/public/a", "/base/public/b"])
+        let upload = try #require(records.first)
+        #expect(upload.bodyComplete)
+        #expect(upload.body == Array("hello 0123456789".utf8))
+        #expect(upload.header("X-Trailer") == nil)
+    }
+
     /// A chunked request body whose lines end in a bare LF is refused like a head that does
     /// (it was decoded and proxied before): a front proxy that reads the coding differently
     /// could otherwise smuggle a request past it. The body is streamed, so the upstream may
