@@ -26,10 +26,14 @@ public final class MetricsRegistry: Sendable {
     /// so an alert on the first Redis error or store reset would never fire. Labelled
     /// per-tenant series appear with their first count.
     static let exposedFromStart = [
-        "attestgate_redis_errors_total", "attestgate_store_resets_total",
-        HotCounter.tokenCacheHits.series, HotCounter.tokenCacheMisses.series,
-        "attestgate_config_reloads_total{result=\"ok\"}", "attestgate_config_reloads_total{result=\"rejected\"}",
+        redisErrors, storeResets, HotCounter.tokenCacheHits.series, HotCounter.tokenCacheMisses.series, reloadsOK, reloadsRejected,
     ]
+
+    /// The series counted at several places, named once (the list above and every increment).
+    static let redisErrors = "attestgate_redis_errors_total"
+    static let storeResets = "attestgate_store_resets_total"
+    static let reloadsOK = "attestgate_config_reloads_total{result=\"ok\"}"
+    static let reloadsRejected = "attestgate_config_reloads_total{result=\"rejected\"}"
 
     /// Prometheus text exposition format 0.0.4.
     public func render() -> String {

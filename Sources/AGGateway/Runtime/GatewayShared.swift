@@ -68,7 +68,7 @@ final class GatewayShared: Sendable {
                     context.logLoaded(logger, files: files, now: time.nowMilliseconds / 1000)
                 }
                 snapshot.warnIfTestCATrusted(logger)
-                metrics.increment("attestgate_config_reloads_total{result=\"ok\"}")
+                metrics.increment(MetricsRegistry.reloadsOK)
                 logger.info("configuration reloaded", [
                     ("trigger", .string(trigger)), ("generation", .int(generation)),
                     ("tenants", .int(config.tenants.all.count)),
@@ -76,7 +76,7 @@ final class GatewayShared: Sendable {
                 ])
                 return .success(generation)
             } catch {
-                metrics.increment("attestgate_config_reloads_total{result=\"rejected\"}")
+                metrics.increment(MetricsRegistry.reloadsRejected)
                 for line in error.lines {
                     logger.error("configuration rejected, previous one stays in force", [("trigger", .string(trigger)), ("problem", .string(line))])
                 }

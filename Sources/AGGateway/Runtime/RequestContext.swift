@@ -67,7 +67,7 @@ final class RequestContext {
 
     /// Answers 503 `store_unavailable` for a store failure, and logs it.
     func storeFailed(_ failure: any Error) {
-        services.metrics.increment("attestgate_redis_errors_total")
+        services.metrics.increment(MetricsRegistry.redisErrors)
         services.logger.logRepeated(.warn, "state store failed", key: "state store failed/" + route,
                                     [("route", .string(route)), ("error", .string(String(describing: failure)))])
         fail(.storeUnavailable)

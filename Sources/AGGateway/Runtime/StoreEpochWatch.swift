@@ -71,7 +71,7 @@ final class StoreEpochWatch {
             logger.warn("redis held no store epoch: a new Redis, or one that lost its data before this instance started",
                         [("key", .string(StoreEpochScript.key)), ("lost", .string(Self.lost))])
         case .reset:
-            metrics.increment("attestgate_store_resets_total")
+            metrics.increment(MetricsRegistry.storeResets)
             logger.error("redis came back empty: the store epoch changed, its data is gone", [
                 ("key", .string(StoreEpochScript.key)), ("lost", .string(Self.lost)),
                 ("hint", .string("enable appendonly in Redis; devices must attest again; acknowledge with POST /admin/v1/store/acknowledge-reset")),

@@ -32,7 +32,7 @@ extension RequestContext {
 
     /// Counts and logs a store failure; the answer is 503 `temporarily_unavailable` (fail closed).
     func oauthStoreFailed(_ failure: any Error) -> OAuthError {
-        services.metrics.increment("attestgate_redis_errors_total")
+        services.metrics.increment(MetricsRegistry.redisErrors)
         services.logger.warn("state store failed", [("route", .string(route)), ("error", .string(String(describing: failure)))])
         return .temporarilyUnavailable
     }
