@@ -132,7 +132,7 @@ public final class BlockingHTTPClient {
             guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
                 throw .invalidRequest("header name \(name) is not an HTTP token")
             }
-            guard value.utf8.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
+            guard value.utf8.allSatisfy(HTTPHeadParser.isFieldValueByte) else {
                 throw .invalidRequest("header \(name) has a control character in its value")
             }
             let lowered = name.lowercased()

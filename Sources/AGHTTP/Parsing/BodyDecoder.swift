@@ -169,7 +169,7 @@ struct BodyDecoder {
         var index = 0
         while index < line.count, HTTPHeadParser.isTokenByte(line[index]) { index += 1 }
         guard index > 0, index < line.count, line[index] == UInt8(ascii: ":") else { return false }
-        return line[(index + 1)...].allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+        return line[(index + 1)...].allSatisfy(HTTPHeadParser.isFieldValueByte)
     }
 
     /// A chunk-size line: hex digits, then only chunk extensions (RFC 9112 section 7.1.1:
@@ -212,8 +212,8 @@ struct BodyDecoder {
                 if byte == UInt8(ascii: "\"") { index += 1; return true }
                 if byte == UInt8(ascii: "\\") {
                     index += 1
-                    guard index < line.count, line[index] == 0x09 || (line[index] >= 0x20 && line[index] != 0x7F) else { return false }
-                } else if !(byte == 0x09 || (byte >= 0x20 && byte != 0x7F)) {
+                    guard index < line.count, HTTPHeadParser.isFieldValueByte(line[index]) else { return false }
+                } else if !HTTPHeadParser.isFieldValueByte(byte) {
                     return false
                 }
                 index += 1

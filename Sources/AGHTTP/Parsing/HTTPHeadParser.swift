@@ -128,7 +128,7 @@ public enum HTTPHeadParser {
         var status = 0
         for index in code { status = status * 10 + Int(bytes[index] - 0x30) }
         let reason = line.count > 13 ? (start + 13)..<line.upperBound : line.upperBound..<line.upperBound
-        let clean = all(bytes, reason) { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+        let clean = all(bytes, reason, isFieldValueByte)
         let headers = try parseFields(storage, &lines, into: &fieldList)
         return HTTPResponseHead(status: status, versionMinor: minor, headers: headers, reasonRange: reason, reasonIsClean: clean)
     }
@@ -429,6 +429,13 @@ public enum HTTPHeadParser {
         if byte < 64 { return (tokenBytesBelow64 >> UInt64(byte)) & 1 != 0 }
         if byte < 128 { return (tokenBytesFrom64 >> UInt64(byte &- 64)) & 1 != 0 }
         return false
+    }
+
+    /// A byte a field value, a reason phrase or a quoted string may hold (RFC 9110 section
+    /// 5.5): visible ASCII, obs-text, space or tab — not another control byte, not DEL.
+    @inline(__always)
+    static func isFieldValueByte(_ byte: UInt8) -> Bool {
+        byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
     }
 
     private static let tokenBytesBelow64: UInt64 = 0x03ff_6cfa_0000_0000
