@@ -72,13 +72,14 @@ public enum HTTPHeadParser {
     /// 9110 section 4.2.4). Nil for any other target (asterisk or authority form, another
     /// scheme), which stays as sent.
     static func absoluteForm(_ bytes: Span<UInt8>, _ target: Range<Int>) throws(HTTPParseError) -> (authority: Range<Int>, rest: Range<Int>)? {
+        // "http" or "https", any case (`| 0x20` lowers a letter and maps no other byte onto one
+        // of these), then "://".
         var index = target.lowerBound
-        var scheme: [UInt8] = []
-        while index < target.upperBound, index - target.lowerBound < 6, bytes[index] != UInt8(ascii: ":") {
-            scheme.append(bytes[index] | 0x20)
+        for letter in "http".utf8 {
+            guard index < target.upperBound, bytes[index] | 0x20 == letter else { return nil }
             index += 1
         }
-        guard scheme == Array("http".utf8) || scheme == Array("https".utf8) else { return nil }
+        if index < target.upperBound, bytes[index] | 0x20 == UInt8(ascii: "s") { index += 1 }
         guard index + 3 <= target.upperBound, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == UInt8(ascii: "/"),
               bytes[index + 2] == UInt8(ascii: "/") else { return nil }
         let start = index + 3
