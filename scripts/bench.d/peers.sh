@@ -84,13 +84,13 @@ stop_haproxy() {
 }
 
 # tree_cpu_split PID: CPU time of PID and its direct children (nginx's workers under its
-# master), in seconds: "USER+SYSTEM SYSTEM".
+# master; the gateway has none), in seconds: "USER SYSTEM".
 tree_cpu_split() {
     local root=$1 hz
     hz=$(getconf CLK_TCK)
     # cat, not awk on the files: a process may end between the glob and the read.
     { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v root="$root" -v hz="$hz" '
         { pid = $1; line = $0; sub(/^.*\) /, "", line); split(line, f, " ")
-          if (pid == root || f[2] == root) { total += f[12] + f[13]; kernel += f[13] } }
-        END { printf "%.2f %.2f", total / hz, kernel / hz }'
+          if (pid == root || f[2] == root) { user += f[12]; kernel += f[13] } }
+        END { printf "%.2f %.2f", user / hz, kernel / hz }'
 }
