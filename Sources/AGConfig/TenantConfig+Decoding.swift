@@ -131,9 +131,20 @@ extension TenantConfig {
                          "reserved: the subscription claim is set per subject through the admin API")
                 continue
             }
-            if let value = jsonValue(valueField, d) { claims[key] = value }
+            if let value = claimValue(valueField, d) { claims[key] = value }
         }
         return claims
+    }
+
+    /// A claim's value (a member of `custom_claims` or of an object in it). One without a value
+    /// is refused: tokens omit claims without a value, they never carry null, so the key would
+    /// have no effect.
+    private static func claimValue(_ field: ConfigField, _ d: ConfigDecoder) -> JSONValue? {
+        if case .scalar(let scalar) = field.node.content, case .null = scalar.resolved {
+            d.report(field, "a claim needs a value (tokens omit claims without one, never send null): remove the key or give it a value")
+            return nil
+        }
+        return jsonValue(field, d)
     }
 
     /// Any YAML value as JSON: plain scalars typed by the core schema, quoted ones as strings.
@@ -167,7 +178,7 @@ extension TenantConfig {
             let entries = d.entries(field) ?? []
             var members: [String: JSONValue] = [:]
             for (key, valueField) in entries {
-                if let value = jsonValue(valueField, d) { members[key] = value }
+                if let value = claimValue(valueField, d) { members[key] = value }
             }
             return members.count == entries.count ? .object(members) : nil
         }

@@ -177,7 +177,12 @@ struct ProxyAndAdminRouteTests {
     }
 
     @Test func usageGraceIsJudgedOnTheControlledClock() throws {
-        let harness = try RouterHarness(gatewayYAML: "quotas:\n  grace: 1h\n")
+        let harness = try RouterHarness(tier: "small", gatewayYAML: """
+            quotas:
+              grace: 1h
+            tiers:
+              small: { attest: 100, challenge: 100, api: 100, mad_limit: 12 }
+            """)
         harness.devices.usageReply = DeviceUsage(month: "202701", activeDevices: 12, graceStartedMilliseconds: 1_800_000_000_000)
         let inGrace = harness.admin("GET", "/admin/v1/tenants/\(RouterHarness.appID)/usage")
         #expect(inGrace.json["inGrace"] as? Bool == true)
@@ -187,6 +192,12 @@ struct ProxyAndAdminRouteTests {
         let over = harness.admin("GET", "/admin/v1/tenants/\(RouterHarness.appID)/usage")
         #expect(over.json["inGrace"] as? Bool == false)
         #expect(over.json["exceeded"] as? Bool == true)
+        // Under the limit (raised since the grace period started), the old period is over and
+        // nothing is exceeded.
+        harness.devices.usageReply = DeviceUsage(month: "202701", activeDevices: 11, graceStartedMilliseconds: 1_800_000_000_000)
+        let under = harness.admin("GET", "/admin/v1/tenants/\(RouterHarness.appID)/usage")
+        #expect(under.json["inGrace"] as? Bool == false && under.json["exceeded"] as? Bool == false)
+        #expect(under.json["graceStartedAt"] == nil)
     }
 
     @Test func reloadAnswersWithTheOutcome() throws {

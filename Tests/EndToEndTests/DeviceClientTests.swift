@@ -47,9 +47,24 @@ struct DeviceClientTests {
         #expect(kept["subject_id"]?.stringValue == subject)
         #expect(kept["custom_claims"]?["subscription"]?["is_active"]?.boolValue == true)
 
+        // Claims without a value are omitted, never null: a lifetime subscription's null
+        // `expires_at` is left out when stored (the answer shows what tokens will carry), and
+        // so are null members deeper down; null array elements are values and stay.
+        let lifetime = #"{"tier":"gold","expires_at":null,"meta":{"store":null,"trial":false},"history":[null,1]}"#
+        let setLifetime = try gateway.admin("PUT", "/admin/v1/tenants/\(teamID).com.example.app/subjects/\(subject)/subscription",
+                                            json: lifetime)
+        #expect(setLifetime.status == 200)
+        #expect(setLifetime.text.contains("null,1") && !setLifetime.text.contains("expires_at") && !setLifetime.text.contains("store"),
+                "\(setLifetime.text)")
+        let withoutNulls = try #require(claims(device.refresh())["custom_claims"]?["subscription"])
+        #expect(withoutNulls == JSONValue.object(["tier": "gold", "meta": ["trial": false], "history": [.null, 1]]))
+        // One stored before that rule (straight in Redis here) is cleaned when a token is issued.
+        _ = try RedisCLI.run(gateway.redisURL, ["SET", "ag:{\(teamID).com.example.app}:subj:\(subject)", #"{"tier":"gold","expires_at":null}"#])
+        #expect(try claims(device.refresh())["custom_claims"]?["subscription"] == JSONValue.object(["tier": "gold"]))
+
         let record = try gateway.admin("GET", "/admin/v1/tenants/\(teamID).com.example.app/keys/\(device.device.keyIDForPath)")
         #expect(record.status == 200)
-        #expect(record.json["counter"] as? Int == 3)
+        #expect(record.json["counter"] as? Int == 5)
         #expect(record.json["subjectId"] as? String == subject)
         #expect(record.json["revoked"] as? Bool == false)
         #expect(record.text.contains("BEGIN") == false, "no private material")

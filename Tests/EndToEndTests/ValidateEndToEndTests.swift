@@ -281,9 +281,12 @@ struct ValidateEndToEndTests {
 
     @Test func monthlyActiveDeviceQuota() throws {
         let time = ManualTime()
-        let gateway = try startGateway(tier: "tiny", extraYAML: """
+        // A tier of its own: the runtime change below is kept in the shared Redis, where another
+        // test's tier of the same name would pick it up.
+        let tier = "quota-" + teamID.lowercased()
+        let gateway = try startGateway(tier: tier, extraYAML: """
             tiers:
-              tiny: { attest: 1000, challenge: 1000, api: 1000, mad_limit: 1 }
+              \(tier): { attest: 1000, challenge: 1000, api: 1000, mad_limit: 1 }
             quotas:
               grace: 1h
             """, time: time)
@@ -304,6 +307,31 @@ struct ValidateEndToEndTests {
         #expect(try deviceField(gateway, third, "pk").isEmpty)
         // The counted device may attest again.
         #expect(try validate(gateway, fields(first, challenge: self.challenge(gateway))).status == 200)
+        // The limit (1) was the warning threshold too (ceil(0.8 × 1)): both milestones logged.
+        #expect(eventually { gateway.logText().contains("monthly active devices reached the warning ratio") })
+        #expect(eventually { gateway.logText().contains("monthly active device limit reached") })
+
+        // A raised limit (a tier upgrade) leaves the old grace period behind: the tenant is
+        // under its limit again, and reaching the new one starts a grace period of its own.
+        #expect(try gateway.admin("PUT", "/admin/v1/tiers/\(tier)", json: #"{"mad_limit": 4}"#).status == 200)
+        let raised = try gateway.admin("GET", "/admin/v1/tenants/\(appID)/usage")
+        #expect(raised.json["exceeded"] as? Bool == false && raised.json["inGrace"] as? Bool == false, "\(raised.text)")
+        #expect(raised.json["graceStartedAt"] == nil)
+        for _ in 0..<2 {
+            #expect(try validate(gateway, fields(device(), challenge: self.challenge(gateway))).status == 200, "under the new limit")
+        }
+        #expect(try validate(gateway, fields(device(), challenge: self.challenge(gateway))).status == 200,
+                "at the new limit: a new grace period")
+        let inGrace = try gateway.admin("GET", "/admin/v1/tenants/\(appID)/usage")
+        #expect(inGrace.json["activeDevices"] as? Int == 5)
+        #expect(inGrace.json["inGrace"] as? Bool == true && inGrace.json["exceeded"] as? Bool == false, "\(inGrace.text)")
+        time.advance(.seconds(3601))
+        let over = try validate(gateway, fields(device(), challenge: self.challenge(gateway)))
+        #expect(over.status == 402)
+        #expect(over.code == "quota_exceeded")
+        #expect(over.json["limit"] as? Int == 4)
+        #expect(over.json["current"] as? Int == 5)
+        #expect(try gateway.admin("GET", "/admin/v1/tenants/\(appID)/usage").json["exceeded"] as? Bool == true)
     }
 
     @Test func perIPValidateLimit() async throws {

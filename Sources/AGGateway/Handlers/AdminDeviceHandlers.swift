@@ -120,7 +120,8 @@ enum AdminDeviceHandlers {
         }
     }
 
-    /// `PUT …/subjects/{subjectId}/subscription`: any JSON object, carried in the next tokens.
+    /// `PUT …/subjects/{subjectId}/subscription`: any JSON object, carried in the next tokens;
+    /// members without a value (null) are left out, as tokens omit them.
     static func setSubscription(_ context: RequestContext, tenant: Tenant, subjectID: Substring) {
         guard let uuid = UUID(uuidString: String(subjectID)) else {
             context.fail(.badRequest("subjectId must be a UUID"))
@@ -131,7 +132,7 @@ enum AdminDeviceHandlers {
                 context.fail(.badRequest("the subscription must be a JSON object"))
                 return
             }
-            let json = value.serializedString()
+            let json = value.withoutNullMembers.serializedString()
             context.services.deviceAdmin.setSubscription(tenant: tenant, subjectID: uuid.uuidString.lowercased(), json: json) { result in
                 if case .failure(let error) = result { return context.storeFailed(error) }
                 context.respond(status: 200, json: "{\"subjectId\":\"\(uuid.uuidString.lowercased())\",\"subscription\":\(json)}")
@@ -152,11 +153,17 @@ enum AdminDeviceHandlers {
             json.add("month", String(usage.month.prefix(4)) + "-" + String(usage.month.suffix(2)))
             json.add("tier", tier.name)
             json.add("activeDevices", usage.activeDevices)
+            // A grace period counts only while the tenant is at or over its limit: one that
+            // started at a lower limit (raised since) is over, whatever its key still says.
+            var atLimit = false
             switch tier.madLimit {
-            case .limited(let limit): json.add("limit", limit)
-            case .unlimited: json.add("limit", "unlimited")
+            case .limited(let limit):
+                json.add("limit", limit)
+                atLimit = usage.activeDevices >= limit
+            case .unlimited:
+                json.add("limit", "unlimited")
             }
-            if let started = usage.graceStartedMilliseconds {
+            if atLimit, let started = usage.graceStartedMilliseconds {
                 let ends = started + grace.milliseconds
                 let now = context.services.time.nowMilliseconds
                 json.add("graceStartedAt", UTCDateTime(unixMilliseconds: started).iso8601())

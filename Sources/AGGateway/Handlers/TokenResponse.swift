@@ -50,9 +50,12 @@ enum QuotaWarnings {
         guard case .limited(let limit) = tier.madLimit else { return }
         let warnAt = Int((Double(limit) * context.snapshot.gateway.quotas.warnRatio).rounded(.up))
         let fields: [(String, LogValue)] = [("tenant", .string(tenant.appID)), ("activeDevices", .int(count)), ("limit", .int(limit))]
+        // Both lines when the warning threshold is the limit itself (a small limit, or
+        // `warn_ratio: 1`).
         if count == warnAt {
             context.services.logger.warn("monthly active devices reached the warning ratio", fields)
-        } else if count == limit {
+        }
+        if count == limit {
             context.services.logger.warn("monthly active device limit reached; the grace period starts with the next new device", fields)
         }
     }

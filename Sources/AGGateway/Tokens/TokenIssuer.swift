@@ -23,7 +23,9 @@ struct TokenIssuer {
                random: SecureRandomBuffer) throws -> Issued {
         let lifetime = tenant.config.token.ttl.milliseconds / 1000
         var custom = tenant.config.customClaims
-        if let subscription { custom["subscription"] = subscription }
+        // Stored subscriptions are kept without null members (`withoutNullMembers`); one stored
+        // before that rule is cleaned here.
+        if let subscription { custom["subscription"] = subscription.withoutNullMembers }
         var claims = JSONObjectWriter(capacity: 512)
         claims.add("aud", tenant.config.token.audience)
         claims.add("bundle_id", tenant.config.bundleID)
@@ -39,5 +41,24 @@ struct TokenIssuer {
         claims.add("team_id", tenant.config.teamID)
         let token = try keys.signer.sign(payload: claims.finishedBytes())
         return Issued(token: token, expiresAt: issuedAt + lifetime)
+    }
+}
+
+extension JSONValue {
+    /// The value with every object member whose value is null left out, at any depth: a claim
+    /// without a value is omitted, never null (DESIGN section 4). A null array element is a
+    /// value and stays.
+    var withoutNullMembers: JSONValue {
+        switch self {
+        case .object(let members):
+            var kept: [String: JSONValue] = [:]
+            kept.reserveCapacity(members.count)
+            for (key, value) in members where value != .null { kept[key] = value.withoutNullMembers }
+            return .object(kept)
+        case .array(let items):
+            return .array(items.map(\.withoutNullMembers))
+        default:
+            return self
+        }
     }
 }

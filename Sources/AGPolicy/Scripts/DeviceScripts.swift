@@ -9,7 +9,7 @@ import AGRedis
 public enum DeviceScripts {
     /// The refresh's first round trip: the tenant `attest` bucket, then device, quota and
     /// challenge, before the signature check. Only when everything passes is the challenge
-    /// spent; a refused request changes nothing (except starting the tenant's grace period the
+    /// spent (and a grace period left from a lower limit ended); a refused request changes nothing (except starting the tenant's grace period the
     /// first time it is seen over its limit), and a rate-limited one not even that.
     ///
     /// KEYS: device, challenge, mad set, grace, attest bucket. ARGV: now, keyId, challenge ttl

@@ -43,9 +43,13 @@ public enum LuaFragments {
     /// device not yet counted this month passes while the tenant is under its
     /// monthly-active-device limit or within the grace period (which starts the first time the
     /// tenant is seen over it); then the challenge must be known, unused and fresh, and is
-    /// spent. Returns nil when the request may go on, else the refusal `{code, …}`.
+    /// spent. A grace period belongs to the limit it started at: a new device admitted under
+    /// the limit (raised since, by a tier change) ends it, so that reaching the new limit starts
+    /// a grace period of its own. Returns nil when the request may go on, else the refusal
+    /// `{code, …}`.
     public static let quotaAndChallenge = """
         local function quota_and_challenge(now, key_id, challenge_key, mad_key, grace_key, ttl, limit, grace, key_ttl)
+          local under_limit = false
           if limit >= 0 and redis.call('SISMEMBER', mad_key, key_id) == 0 then
             local current = redis.call('SCARD', mad_key)
             if current >= limit then
@@ -57,6 +61,8 @@ public enum LuaFragments {
               if now - tonumber(started) > grace then
                 return {'quota_exceeded', tostring(limit), tostring(current)}
               end
+            else
+              under_limit = true
             end
           end
           local c = redis.call('GET', challenge_key)
@@ -64,6 +70,7 @@ public enum LuaFragments {
           if string.sub(c, 1, 5) == 'used:' then return {'challenge_already_used'} end
           if now - tonumber(c) > ttl then return {'challenge_expired'} end
           redis.call('SET', challenge_key, 'used:' .. now, 'KEEPTTL')
+          if under_limit then redis.call('DEL', grace_key) end
           return nil
         end
 
