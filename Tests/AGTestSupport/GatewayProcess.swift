@@ -112,6 +112,9 @@ public final class GatewayProcess: Sendable {
         kill(process.processIdentifier, signal)
     }
 
+    /// Whether the process has not exited yet.
+    public var isRunning: Bool { process.isRunning }
+
     /// Waits for the process to end; its exit status.
     public func waitForExit() -> Int32 {
         process.waitUntilExit()

@@ -1,3 +1,4 @@
+import AGSync
 import AGTestSupport
 import Foundation
 import Testing
@@ -75,6 +76,68 @@ struct ReloadAndSignalTests {
         #expect(try gateway.admin("POST", "/admin/v1/reload").status == 200)
         #expect(try challenge(gateway, teamID: drop).code == "unknown_tenant")
         #expect(try challenge(gateway, teamID: keep).status == 200)
+    }
+
+    /// SIGTERM closes the listening sockets at once, as nginx's graceful quit does: a new
+    /// connection is refused (a load balancer's health check fails and it retries elsewhere,
+    /// where a connection accepted into a backlog nobody reads would be reset at exit), while
+    /// the request in flight finishes.
+    @Test func sigtermRefusesNewConnectionsWhileTheRequestInFlightFinishes() throws {
+        let upstream = try RecordingUpstream()
+        defer { upstream.stop() }
+        let release = DispatchSemaphore(value: 0)
+        upstream.reply { _ in
+            release.wait()
+            return UpstreamReply(body: Array("finished".utf8))
+        }
+        let teamID = TestGateway.randomTeamID()
+        let harness = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, extra: """
+            upstream: \(upstream.url)
+            routes:
+              - prefix: /public
+                auth: none
+            """)], gatewayYAML: "server:\n  listen: \"127.0.0.1:0\"\n  workers: 2\n  shutdown_grace: 60s\n")
+        harness.stop()
+        let gateway = try GatewayProcess(configPath: harness.directory + "/gateway.yaml")
+        let port = gateway.port, adminPort = gateway.adminPort
+        let headers = [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app")]
+        let answer = Locked<TestResponse?>(nil)
+        let failure = Locked<String?>(nil)
+        let inFlight = Thread {
+            do {
+                let response = try HTTPTestClient.send(port: port, "GET", "/public/slow", headers: headers)
+                answer.withLock { $0 = response }
+            } catch {
+                failure.withLock { $0 = "\(error)" }
+            }
+        }
+        inFlight.start()
+        #expect(eventually { upstream.records.count == 1 })
+
+        gateway.signal(SIGTERM)
+        #expect(eventually { gateway.log.contains("shutting down") })
+        // Within the grace period (60 s), with the request still held by the upstream.
+        #expect(eventually { Self.connectionRefused(port: port) }, "the public port still accepts connections")
+        #expect(eventually { Self.connectionRefused(port: adminPort) }, "the admin port still accepts connections")
+        #expect(answer.withLock { $0 } == nil && gateway.isRunning)
+        release.signal()
+        #expect(eventually { answer.withLock { $0 }?.status == 200 }, "\(String(describing: failure.withLock { $0 })) \(upstream.records.count) \(gateway.log.suffix(3000))")
+        #expect(answer.withLock { $0 }?.text == "finished")
+        #expect(gateway.waitForExit() == 0, "\(gateway.log.suffix(4000))")
+    }
+
+    /// Whether a TCP connect to 127.0.0.1:`port` is refused (ECONNREFUSED), not accepted.
+    static func connectionRefused(port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return result != 0 && errno == ECONNREFUSED
     }
 
     /// The real executable: SIGHUP with a broken file keeps serving; SIGTERM exits 0.

@@ -176,9 +176,22 @@ public final class Gateway: Sendable {
         guard !alreadyStopping else { return }
         let grace = shared.snapshots.snapshot.gateway.server.shutdownGrace
         shared.logger.info("shutting down", [("graceMs", .int(Int(grace.milliseconds)))])
+        // Each worker drops its listeners first thing; once every one has, the listening sockets
+        // close, so that new connections are refused at once. Left open, a socket would go on
+        // completing handshakes into its backlog, connections nobody accepts and that exit resets.
+        let listening = Locked(workerLoops.count)
         for loop in workerLoops {
-            loop.execute { loop.registered(Worker.self)?.shutdown(grace: grace) }
+            loop.execute { [self] in
+                loop.registered(Worker.self)?.shutdown(grace: grace)
+                if listening.withLock({ count -> Bool in
+                    count -= 1
+                    return count == 0
+                }) {
+                    closeListeningSockets()
+                }
+            }
         }
+        if workerLoops.isEmpty { closeListeningSockets() }
         let control = shared.control
         control.execute {
             control.registered(TierSync.self)?.close()
@@ -189,10 +202,15 @@ public final class Gateway: Sendable {
         }
     }
 
-    /// Blocks until every worker has stopped. Closes the listening sockets exactly once: a
-    /// second close could hit a descriptor number the process has since reused.
+    /// Blocks until every worker has stopped.
     public func waitUntilStopped() {
         stopped.wait()
+        closeListeningSockets()
+    }
+
+    /// Closes the listening sockets exactly once: a second close could hit a descriptor number
+    /// the process has since reused.
+    private func closeListeningSockets() {
         let firstToClose = socketsClosed.withLock { closed -> Bool in
             defer { closed = true }
             return !closed
