@@ -141,6 +141,31 @@ import Testing
         #expect(response.text == "3000")
     }
 
+    /// Body bytes that arrived in the same packet as the head count towards the first window,
+    /// as they would have had they come a moment later: whether an upload survives must not
+    /// depend on how its packets split. (Failed while the first window counted only bytes that
+    /// arrived after the handler began to read.)
+    @Test func bodyBytesSentWithTheHeadCountTowardsTheFirstWindow() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.bodyMinRate = 1000
+        configuration.bodyRateWindow = .milliseconds(300)
+        let server = try TestServer(configuration) { request in
+            request.collectBody(limit: 1 << 20) { outcome in
+                let body = (try? outcome.get()) ?? []
+                request.respond(status: 200, headers: HTTPHeaders(), body: Array("\(body.count)".utf8))
+            }
+        }
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 4)
+        // 400 bytes with the head (the first window needs 300), nothing more until the second window.
+        client.write("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 800\r\n\r\n" + String(repeating: "x", count: 400))
+        Thread.sleep(forTimeInterval: 0.45)
+        client.write(Array(repeating: UInt8(ascii: "x"), count: 400))
+        let response = try #require(client.readResponse())
+        #expect(response.status == 200)
+        #expect(response.text == "800")
+    }
+
     /// An answer whose head and small body leave from the head writer in one send never
     /// overtakes an answer still queued. The second of three pipelined requests is answered
     /// (small) only after the client has read part of the first answer (8 MiB: a loopback

@@ -77,10 +77,12 @@ extension HTTPServerConnection {
     }
 
     /// Starts measuring once a handler reads the body: before that, a slow body is the
-    /// handler's choice (it may be waiting for Redis), not the client's.
+    /// handler's choice (it may be waiting for Redis), not the client's. The first window
+    /// credits every body byte delivered since the head, those that came in the head's own
+    /// packets included: whether an upload passes must not depend on how its packets split.
     private func startBodyWindow(_ request: HTTPServerRequest) {
         guard configuration.bodyMinRate > 0, bodyWindowStart == nil, !request.decoder.isDone else { return }
-        bodyWindowStart = bodyBytesReceived(request)
+        bodyWindowStart = 0
         armDeadline(after: configuration.bodyRateWindow)
     }
 
