@@ -124,12 +124,18 @@ struct AdminRouter {
         }
     }
 
+    /// `Authorization: Bearer <admin token>`, the scheme in any case and followed by one or
+    /// more spaces (RFC 9110 sections 11.1 and 11.4); the token compared in constant time.
     private func authorized(_ context: RequestContext) -> Bool {
-        guard let expected = context.snapshot.adminToken,
-              let header = context.request.headers["Authorization"], header.hasPrefix("Bearer ") else {
+        guard let expected = context.snapshot.adminToken, let header = context.request.headers["Authorization"] else {
             return false
         }
-        return constantTimeEquals(Array(header.utf8.dropFirst(7)), Array(expected.utf8))
+        let value = Array(header.utf8)
+        guard value.count > 7, String(decoding: value.prefix(7), as: UTF8.self).lowercased() == "bearer " else {
+            return false
+        }
+        let presented = value.dropFirst(7).drop { $0 == 0x20 }
+        return constantTimeEquals(Array(presented), Array(expected.utf8))
     }
 
     /// Reloads off the event loop (on the control thread), then answers on this loop.
