@@ -46,7 +46,7 @@ import Testing
         for team in probes {
             for bundle in bundleProbes {
                 let fields = try HTTPFields(parsing: Array("X-Team-ID: \(team)\r\nX-Bundle-ID: \(bundle)\r\n\r\n".utf8))
-                let (teamRange, bundleRange) = try #require(TenantIndex.tenantFields(fields))
+                let (teamRange, bundleRange) = try #require(try TenantIndex.tenantFields(fields))
                 let byBytes = snapshot.tenant(team: teamRange, bundle: bundleRange, in: fields)
                 let byText = snapshot.tenant(teamID: team, bundleID: bundle)
                 #expect(byBytes === byText, "\(team) / \(bundle)")
@@ -73,7 +73,7 @@ import Testing
         let snapshot = try GatewaySnapshot(config: try ConfigLoader.load(path: directory.gatewayPath), generation: 1, adminToken: nil)
         func lookup(_ team: String, _ bundle: String) throws -> Tenant? {
             let fields = try HTTPFields(parsing: Array("X-Team-ID: \(team)\r\nX-Bundle-ID: \(bundle)\r\n\r\n".utf8))
-            let (teamRange, bundleRange) = try #require(TenantIndex.tenantFields(fields))
+            let (teamRange, bundleRange) = try #require(try TenantIndex.tenantFields(fields))
             return snapshot.tenant(team: teamRange, bundle: bundleRange, in: fields)
         }
         for (team, bundle) in pairs {
@@ -85,12 +85,18 @@ import Testing
         }
     }
 
-    @Test func tenantFieldsAreTheFirstOfEachName() throws {
-        let fields = try HTTPFields(parsing: Array("x-team-id: T1\r\nX-Bundle-ID: b1\r\nX-Team-ID: T2\r\n\r\n".utf8))
-        let (team, bundle) = try #require(TenantIndex.tenantFields(fields))
+    @Test func tenantFieldsAreFoundInAnyCaseAndRefusedWhenRepeated() throws {
+        let fields = try HTTPFields(parsing: Array("x-team-id: T1\r\nHost: h\r\nX-BUNDLE-ID: b1\r\n\r\n".utf8))
+        let (team, bundle) = try #require(try TenantIndex.tenantFields(fields))
         #expect(String(decoding: fields.storage[team], as: UTF8.self) == "T1")
         #expect(String(decoding: fields.storage[bundle], as: UTF8.self) == "b1")
-        #expect(TenantIndex.tenantFields(try HTTPFields(parsing: Array("X-Team-ID: T1\r\n\r\n".utf8))) == nil)
+        #expect(try TenantIndex.tenantFields(try HTTPFields(parsing: Array("X-Team-ID: T1\r\n\r\n".utf8))) == nil)
+        #expect(throws: TenantIndex.RepeatedField(name: "X-Team-ID")) {
+            try TenantIndex.tenantFields(try HTTPFields(parsing: Array("x-team-id: T1\r\nX-Bundle-ID: b1\r\nX-Team-ID: T2\r\n\r\n".utf8)))
+        }
+        #expect(throws: TenantIndex.RepeatedField(name: "X-Bundle-ID")) {
+            try TenantIndex.tenantFields(try HTTPFields(parsing: Array("X-Bundle-ID: b1\r\nx-bundle-id: b1\r\n\r\n".utf8)))
+        }
     }
 
     /// A generator that replays fixed words.

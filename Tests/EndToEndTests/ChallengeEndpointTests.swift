@@ -67,6 +67,23 @@ struct ChallengeEndpointTests {
         #expect(try RedisCLI.run(gateway.redisURL, "EVAL", "return #redis.call('KEYS', ARGV[1])", "0", "ag:{\(appID)}:*") == "0")
     }
 
+    /// A tenant selector sent twice is refused: the gateway and an upstream that gets both
+    /// copies could each take another one. Nothing is stored.
+    @Test func aRepeatedTenantSelectorIsRefused() throws {
+        let gateway = try startGateway()
+        defer { gateway.stop() }
+        for headers in [[("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app"), ("X-Team-ID", teamID)],
+                        [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app"), ("x-bundle-id", "com.other.app")]] {
+            let response = try gateway.send("GET", "/api/v1/attestation/challenge", headers: headers)
+            #expect(response.status == 400)
+            #expect(response.code == "bad_request")
+            #expect((response.json["error"] as? String)?.hasSuffix("is sent more than once") == true, "\(response.text)")
+        }
+        #expect(try RedisCLI.run(gateway.redisURL, "EVAL", "return #redis.call('KEYS', ARGV[1])", "0", "ag:{\(appID)}:*") == "0")
+        #expect(try gateway.send("GET", "/api/v1/attestation/challenge",
+                                 headers: [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app")]).status == 200)
+    }
+
     @Test func requestIDIsEchoedOnlyWhenSane() throws {
         let gateway = try startGateway()
         defer { gateway.stop() }

@@ -18,6 +18,18 @@ struct ProxyHardeningEndToEndTests {
                 "a parameter on an ordinary segment still passes")
     }
 
+    /// A tenant selector sent twice never reaches an upstream, which would get both copies.
+    @Test func aRepeatedTenantSelectorIsNotProxied() throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        let response = try fixture.gateway.send("GET", "/public/x",
+                                                headers: fixture.tenantHeaders + [("X-Team-ID", "OTHERTEAM1")])
+        #expect(response.status == 400)
+        #expect(response.code == "bad_request")
+        #expect(response.json["error"] as? String == "X-Team-ID is sent more than once")
+        #expect(fixture.upstream.records.isEmpty)
+    }
+
     @Test func refusedHeadsCarryTheEnvelopeRequestIDAndAnAccessLogLine() throws {
         let fixture = try ProxyFixture()
         defer { fixture.stop() }

@@ -26,7 +26,14 @@ enum ProxyHandler {
             return
         }
         let headers = context.request.headers
-        guard let (team, bundle) = TenantIndex.tenantFields(headers) else {
+        let selectors: (team: Range<Int>, bundle: Range<Int>)?
+        do {
+            selectors = try TenantIndex.tenantFields(headers)
+        } catch {
+            context.fail(.badRequest("\(error.name) is sent more than once"))
+            return
+        }
+        guard let (team, bundle) = selectors else {
             routeByToken(context, path: path)
             return
         }

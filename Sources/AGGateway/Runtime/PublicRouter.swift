@@ -67,7 +67,14 @@ extension RequestContext {
     /// Resolves the tenant from `X-Team-ID` and `X-Bundle-ID`; answers the error itself on failure.
     func resolveTenant() -> Tenant? {
         let headers = request.headers
-        guard let (team, bundle) = TenantIndex.tenantFields(headers), !team.isEmpty, !bundle.isEmpty else {
+        let selectors: (team: Range<Int>, bundle: Range<Int>)?
+        do {
+            selectors = try TenantIndex.tenantFields(headers)
+        } catch {
+            fail(.badRequest("\(error.name) is sent more than once"))
+            return nil
+        }
+        guard let (team, bundle) = selectors, !team.isEmpty, !bundle.isEmpty else {
             fail(.badRequest("X-Team-ID and X-Bundle-ID headers are required"))
             return nil
         }

@@ -40,14 +40,25 @@ struct TenantIndex: Sendable {
 
     private static func stored(_ hash: UInt64) -> UInt64 { hash == 0 ? 1 : hash }
 
-    /// The value ranges of the first `X-Team-ID` and the first `X-Bundle-ID` field, when both
-    /// are present (what `headers[.xTeamID]` and `headers[.xBundleID]` would read).
-    static func tenantFields(_ fields: HTTPFields) -> (team: Range<Int>, bundle: Range<Int>)? {
+    /// A tenant selector sent more than once: the copy the gateway would take and the one an
+    /// upstream (which gets both) reads could differ, so the request is refused.
+    struct RepeatedField: Error, Equatable {
+        let name: String
+    }
+
+    /// The value ranges of the `X-Team-ID` and the `X-Bundle-ID` field, when both are present;
+    /// either one sent twice throws.
+    static func tenantFields(_ fields: HTTPFields) throws(RepeatedField) -> (team: Range<Int>, bundle: Range<Int>)? {
         var team: Range<Int>?
         var bundle: Range<Int>?
         for field in fields {
-            if field.name == .xTeamID, team == nil { team = field.valueRange }
-            if field.name == .xBundleID, bundle == nil { bundle = field.valueRange }
+            if field.name == .xTeamID {
+                guard team == nil else { throw RepeatedField(name: "X-Team-ID") }
+                team = field.valueRange
+            } else if field.name == .xBundleID {
+                guard bundle == nil else { throw RepeatedField(name: "X-Bundle-ID") }
+                bundle = field.valueRange
+            }
         }
         guard let team, let bundle else { return nil }
         return (team, bundle)
