@@ -98,6 +98,8 @@ final class GatewayShared: Sendable {
             ("server.timeouts.body_rate_window", "\(a.server.timeouts.bodyRateWindow)", "\(b.server.timeouts.bodyRateWindow)"),
             ("server.timeouts.write", "\(a.server.timeouts.write)", "\(b.server.timeouts.write)"),
             ("server.timeouts.idle", "\(a.server.timeouts.idle)", "\(b.server.timeouts.idle)"),
+            // Each worker's TLS listener takes its handshake deadline when it is built.
+            ("server.timeouts.tls_handshake", "\(a.server.timeouts.tlsHandshake)", "\(b.server.timeouts.tlsHandshake)"),
             ("admin.listen", a.admin.listen.description, b.admin.listen.description),
             ("redis.url", a.redis.url.description, b.redis.url.description),
             // Every Redis connection is made with it.
