@@ -29,24 +29,7 @@ public enum AssertionVerifier {
     public static func verify(assertion: [UInt8], clientDataHash: [UInt8], publicKey: P256.PublicKey,
                               rpIDHash: [UInt8], previousCounter: UInt32) throws(AssertionError) -> UInt32 {
         guard clientDataHash.count == SHA256.byteCount else { throw .invalidClientDataHash }
-        let object: CBORValue
-        do {
-            object = try CBORDecoder(maximumDepth: 4).decode(assertion)
-        } catch {
-            throw .malformedAssertion("assertion is not valid CBOR: \(error)")
-        }
-        guard let signature = object["signature"]?.bytesValue else {
-            throw .malformedAssertion("assertion has no signature byte string")
-        }
-        guard let authenticatorBytes = object["authenticatorData"]?.bytesValue else {
-            throw .malformedAssertion("assertion has no authenticatorData byte string")
-        }
-        let authenticatorData: AuthenticatorData
-        do {
-            authenticatorData = try AuthenticatorData(authenticatorBytes)
-        } catch {
-            throw .authenticatorDataTooShort
-        }
+        let (signature, authenticatorBytes, authenticatorData) = try parse(assertion)
         guard (try? P256.rawSignature(fromDER: signature)) != nil else { throw .signatureMalformed }
 
         // The device signs nonce = SHA256(authenticatorData || clientDataHash) with ECDSA-SHA256,
@@ -62,5 +45,35 @@ public enum AssertionVerifier {
             throw .counterNotIncreased(stored: previousCounter, received: counter)
         }
         return counter
+    }
+
+    /// The RP ID hash an assertion's authenticator data names, unverified (no key to verify it
+    /// with): which app the device made it for, or says it did. Nil when the assertion does not
+    /// parse.
+    public static func unverifiedRPIDHash(of assertion: [UInt8]) -> [UInt8]? {
+        guard let (_, _, authenticatorData) = try? parse(assertion) else { return nil }
+        return Array(authenticatorData.rpIDHash)
+    }
+
+    /// The assertion's signature and authenticator data (raw and parsed).
+    private static func parse(_ assertion: [UInt8]) throws(AssertionError)
+        -> (signature: [UInt8], authenticatorBytes: [UInt8], authenticatorData: AuthenticatorData) {
+        let object: CBORValue
+        do {
+            object = try CBORDecoder(maximumDepth: 4).decode(assertion)
+        } catch {
+            throw .malformedAssertion("assertion is not valid CBOR: \(error)")
+        }
+        guard let signature = object["signature"]?.bytesValue else {
+            throw .malformedAssertion("assertion has no signature byte string")
+        }
+        guard let authenticatorBytes = object["authenticatorData"]?.bytesValue else {
+            throw .malformedAssertion("assertion has no authenticatorData byte string")
+        }
+        do {
+            return (signature, authenticatorBytes, try AuthenticatorData(authenticatorBytes))
+        } catch {
+            throw .authenticatorDataTooShort
+        }
     }
 }

@@ -102,6 +102,33 @@ struct AssertionRefusalTests {
         #expect(metrics.contains("attestgate_assertion_refusals_total{kind=\"unsigned\",reason=\"assertion_malformed\"} 1"))
     }
 
+    /// The seed's 409 for a key "registered for a different Bundle/Team ID": a key this tenant
+    /// does not know, whose assertion names another app, is told to re-attest (a 404 would have
+    /// the device attest that key again). The other tenant's record and this tenant's challenge
+    /// are untouched; an unknown key naming this app stays 404.
+    @Test func aKeyOfAnotherAppIsToldToReattest() throws {
+        let gateway = try startGateway()
+        defer { gateway.stop() }
+        let other = try session(gateway, device: SimulatedDevice(teamID: teamID, bundleID: "com.example.other"))
+        try other.register()
+        var device = other.device
+        let challenge = try challenge(gateway)
+        let response = try refresh(gateway, keyID: device.keyID, challenge: challenge,
+                                   assertion: device.makeAssertion(challenge: challenge).assertion)
+        #expect(response.status == 409, "\(response.text)")
+        #expect(response.code == "reattest_required")
+        #expect((response.json["error"] as? String)?.contains("another Bundle/Team ID") == true)
+        let otherRecord = try gateway.admin("GET", "/admin/v1/tenants/\(teamID).com.example.other/keys/\(device.keyIDForPath)")
+        #expect(otherRecord.status == 200 && otherRecord.json["counter"] as? Int == 0, "\(otherRecord.text)")
+        #expect(try !gateway.challengeState(appID: appID, challenge: challenge).hasPrefix("used:"))
+
+        let unknown = try SimulatedDevice(teamID: teamID, bundleID: bundleID)
+        let notFound = try refresh(gateway, keyID: unknown.keyID, challenge: challenge,
+                                   assertion: assertion(for: unknown, signature: []))
+        #expect(notFound.status == 404)
+        #expect(notFound.code == "not_found")
+    }
+
     @Test func theStoredKeySigningForAnotherAppInvalidatesTheRecord() throws {
         let gateway = try startGateway()
         defer { gateway.stop() }

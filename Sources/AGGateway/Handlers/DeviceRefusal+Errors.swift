@@ -41,6 +41,13 @@ extension GatewayError {
         message: "assertion verification failed; the stored attestation is invalidated",
         hint: "drop the local key and attest again")
 
+    /// No attestation for this key here, and its assertion was made for another App ID: the key
+    /// belongs to a different Bundle/Team ID (409, the seed's code for that case).
+    static let keyOfAnotherApp = GatewayError(
+        status: 409, code: "reattest_required",
+        message: "this key is not registered here: its assertion was made for another Bundle/Team ID",
+        hint: "drop the local key and attest again")
+
     /// The assertion does not verify with the stored key (409, the seed's code): it proves
     /// nothing about the device, so its record is kept.
     static let assertionUnverified = GatewayError(

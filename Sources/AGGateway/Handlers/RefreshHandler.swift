@@ -28,6 +28,8 @@ enum RefreshHandler {
                 // A refused bucket answers 429 here, whatever the script did not look at.
                 guard context.admit(rateLimit, tenant: tenant) else { return }
                 switch prepared {
+                case .refused(.notFound) where keyOfAnotherApp(request, tenant: tenant):
+                    context.fail(.keyOfAnotherApp)
                 case .refused(let refusal):
                     context.fail(refusal.error)
                 case .ready(let publicKey, let counter, let knownSubjectID):
@@ -36,6 +38,16 @@ enum RefreshHandler {
                 }
             }
         }
+    }
+
+    /// A key this tenant does not know, whose assertion names another app's RP ID hash: the
+    /// key is registered for (or was made by) a different Bundle/Team ID, which the seed
+    /// answers 409 `reattest_required` — the device must drop it and attest a new one, where
+    /// a 404 would have it attest this key again. Nothing is verified or changed (no key to
+    /// verify with), so a forged one only earns the same answer.
+    private static func keyOfAnotherApp(_ request: RefreshRequest, tenant: Tenant) -> Bool {
+        guard let named = AssertionVerifier.unverifiedRPIDHash(of: request.assertion) else { return false }
+        return named != tenant.rpIDHash
     }
 
     private static func verify(_ context: RequestContext, tenant: Tenant, request: RefreshRequest, publicKey: [UInt8],
