@@ -56,11 +56,13 @@ final class UpstreamForwarder: Forwarder {
         }
     }
 
-    /// Counts and logs an upstream failure of the tenant's request.
+    /// Counts and logs a failure of the upstream. The client's own mistakes (a body too large
+    /// or malformed, a client gone mid-body) are neither: the request's status and access-log
+    /// line tell them, and an alert on upstream errors must not fire for them.
     private static func report(_ error: UpstreamError, _ context: RequestContext) {
-        guard let tenant = context.tenant, let target = context.upstreamTarget else { return }
-        count(error, tenant: tenant, context.services.metrics)
-        log(error, tenant: tenant, target: target, context.services.logger)
+        guard let tenant = context.tenant, let target = context.upstreamTarget, let kind = kind(of: error) else { return }
+        context.services.metrics.increment("attestgate_upstream_errors_total{tenant=\"\(tenant.appID)\",error=\"\(kind)\"}")
+        log(error, kind: kind, tenant: tenant, target: target, context.services.logger)
     }
 
     /// The contract error for an upstream failure that happened before any response byte.
@@ -73,25 +75,17 @@ final class UpstreamForwarder: Forwarder {
         }
     }
 
-    private static func count(_ error: UpstreamError, tenant: Tenant, _ metrics: any MetricsSink) {
-        metrics.increment("attestgate_upstream_errors_total{tenant=\"\(tenant.appID)\",error=\"\(kind(of: error))\"}")
-    }
-
     /// The client only learns "502 upstream_unavailable"; the operator needs the why (the name
     /// that did not resolve, the certificate check that failed), once per tenant, kind and
-    /// throttle interval. The client's own mistakes (body too large, malformed) are not logged.
-    private static func log(_ error: UpstreamError, tenant: Tenant, target: UpstreamTarget, _ logger: any LogSink) {
-        switch error {
-        case .bodyTooLarge, .clientBodyMalformed, .clientAborted: return
-        default: break
-        }
-        let kind = kind(of: error)
+    /// throttle interval.
+    private static func log(_ error: UpstreamError, kind: String, tenant: Tenant, target: UpstreamTarget, _ logger: any LogSink) {
         logger.logRepeated(.warn, "upstream request failed", key: "upstream \(kind) \(tenant.appID)",
                            [("tenant", .string(tenant.appID)), ("upstream", .string(target.description)),
                             ("error", .string(kind)), ("reason", .string(error.description))])
     }
 
-    private static func kind(of error: UpstreamError) -> String {
+    /// The metric and log name of an upstream failure; nil for the client's own mistakes.
+    private static func kind(of error: UpstreamError) -> String? {
         switch error {
         case .connectFailed: "connect_failed"
         case .resolveFailed: "resolve_failed"
@@ -99,9 +93,7 @@ final class UpstreamForwarder: Forwarder {
         case .connectionReset: "connection_reset"
         case .invalidResponse: "invalid_response"
         case .timeout: "timeout"
-        case .bodyTooLarge: "body_too_large"
-        case .clientBodyMalformed: "client_body_malformed"
-        case .clientAborted: "client_aborted"
+        case .bodyTooLarge, .clientBodyMalformed, .clientAborted: nil
         }
     }
 }
