@@ -72,6 +72,11 @@ struct DeviceClientTests {
         let usage = try gateway.admin("GET", "/admin/v1/tenants/\(teamID).com.example.app/usage")
         #expect(usage.json["activeDevices"] as? Int == 1)
         #expect(usage.json["limit"] as? Int == 1000)
+        let month = try #require(usage.json["month"] as? String)
+        #expect(month.count == 7 && month.dropFirst(4).first == "-", "YYYY-MM: \(month)")
+        // The tenant view shows the same month the same way.
+        let shown = try gateway.admin("GET", "/admin/v1/tenants/\(teamID).com.example.app")
+        #expect((shown.json["usage"] as? [String: Any])?["month"] as? String == month, "\(shown.text)")
 
         #expect(try gateway.admin("POST", "/admin/v1/tenants/\(teamID).com.example.app/keys/\(device.device.keyIDForPath)/revoke").status == 200)
         #expect(throws: DeviceError.self) { try device.refresh() }

@@ -150,7 +150,7 @@ enum AdminDeviceHandlers {
                 return
             }
             var json = JSONObjectWriter()
-            json.add("month", String(usage.month.prefix(4)) + "-" + String(usage.month.suffix(2)))
+            json.add("month", usage.shownMonth)
             json.add("tier", tier.name)
             json.add("activeDevices", usage.activeDevices)
             // A grace period counts only while the tenant is at or over its limit: one that

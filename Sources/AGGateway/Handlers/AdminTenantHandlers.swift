@@ -45,7 +45,7 @@ enum AdminTenantHandlers {
                 context.storeFailed(error)
             case .success(let usage):
                 var json = tenantJSON(context, tenant)
-                json["usage"] = ["month": .string(usage.month), "activeDevices": .integer(Int64(usage.activeDevices))]
+                json["usage"] = ["month": .string(usage.shownMonth), "activeDevices": .integer(Int64(usage.activeDevices))]
                 context.respond(status: 200, body: JSONValue.object(json).serialized(), contentType: "application/json")
             }
         }

@@ -122,4 +122,7 @@ struct DeviceUsage: Equatable {
     let month: String
     let activeDevices: Int
     let graceStartedMilliseconds: Int64?
+
+    /// The month as the admin API shows it: `YYYY-MM`.
+    var shownMonth: String { String(month.prefix(4)) + "-" + String(month.suffix(2)) }
 }
