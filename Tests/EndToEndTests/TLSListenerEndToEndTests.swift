@@ -180,8 +180,15 @@ import Testing
 
         try yaml.replacingOccurrences(of: "key: server-key.pem", with: "key: other-key.pem").write(toFile: config.gatewayPath, atomically: true, encoding: .utf8)
         let mismatched = GatewaySnapshot.check(path: config.gatewayPath)
-        #expect(mismatched == ["\(config.gatewayPath):\(tlsLine): server.tls.key: private key \"\(config.directory)/other-key.pem\": the private key does not match the certificate: key values mismatch"],
+        #expect(mismatched == ["\(config.gatewayPath):\(tlsLine): server.tls.key: private key \"\(config.directory)/other-key.pem\": the private key does not match the certificate"],
                 "\(mismatched)")
+        // A key of another type (RSA for an EC certificate) is told the same, not OpenSSL's
+        // "no certificate assigned".
+        try SigningKeyGenerator.generate(algorithm: .rs256, path: config.directory + "/rsa-key.pem")
+        try yaml.replacingOccurrences(of: "key: server-key.pem", with: "key: rsa-key.pem").write(toFile: config.gatewayPath, atomically: true, encoding: .utf8)
+        let otherType = GatewaySnapshot.check(path: config.gatewayPath)
+        #expect(otherType == ["\(config.gatewayPath):\(tlsLine): server.tls.key: private key \"\(config.directory)/rsa-key.pem\": the private key does not match the certificate"],
+                "\(otherType)")
 
         try yaml.replacingOccurrences(of: "cert: server.pem", with: "cert: garbage.pem").write(toFile: config.gatewayPath, atomically: true, encoding: .utf8)
         let garbage = GatewaySnapshot.check(path: config.gatewayPath)

@@ -25,6 +25,14 @@ public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertib
 
     public var description: String { reason }
 
+    /// A well-formed key that is not the certificate's. OpenSSL's own reason adds nothing ("key
+    /// values mismatch"), or misleads for a key of another type ("no certificate assigned"), so
+    /// it is left out; the queue is cleared.
+    static var keyMismatch: TLSContextError {
+        ERR_clear_error()
+        return TLSContextError(input: .privateKey, reason: "the private key does not match the certificate")
+    }
+
     /// `reason` followed by OpenSSL's text for the oldest queued error; the queue is cleared.
     static func openSSL(_ input: Input, _ reason: String) -> TLSContextError {
         let code = ERR_get_error()

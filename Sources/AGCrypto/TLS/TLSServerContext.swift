@@ -33,14 +33,13 @@ public final class TLSServerContext: @unchecked Sendable {
         guard SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM) == 1 else {
             // OpenSSL checks the pair while loading the key: tell a wrong key from a broken file.
             let mismatch = [ERR_peek_error(), ERR_peek_last_error()].contains { ag_err_get_reason($0) == X509_R_KEY_VALUES_MISMATCH }
-            let error = TLSContextError.openSSL(.privateKey, mismatch ? "the private key does not match the certificate"
-                                                                      : "not a PEM private key")
+            let error = mismatch ? TLSContextError.keyMismatch : TLSContextError.openSSL(.privateKey, "not a PEM private key")
             SSL_CTX_free(context)
             throw error
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
             SSL_CTX_free(context)
-            throw .openSSL(.privateKey, "the private key does not match the certificate")
+            throw .keyMismatch
         }
         SSL_CTX_set_options(context, UInt64(ag_ssl_op_cipher_server_preference))
         SSL_CTX_set_alpn_select_cb(context, { _, selected, selectedLength, offered, offeredLength, _ in
