@@ -152,7 +152,7 @@ import Testing
         token: { audience: my-api, ttl: 10m, header: X-App-Token }
         custom_claims:
           plan: pro
-          limits: { seats: 5, ratio: 0.5, trial: false, note: ~, tags: [a, "1"] }
+          limits: { seats: 5, ratio: 0.5, trial: false, tags: [a, "1"] }
         upstream: https://[::1]:9000/base/
         upstream_ca: ../Apple_App_Attestation_Root_CA.pem
         routes:
@@ -223,7 +223,7 @@ import Testing
             Row("tenant environment", t.environment, AppAttestEnvironment.production),
             Row("tenant token", t.token, TenantTokenConfig(audience: "my-api", ttl: .seconds(600), header: "X-App-Token")),
             Row("tenant custom_claims", JSONValue.object(t.customClaims).serializedString(),
-                #"{"limits":{"note":null,"ratio":0.5,"seats":5,"tags":["a","1"],"trial":false},"plan":"pro"}"#),
+                #"{"limits":{"ratio":0.5,"seats":5,"tags":["a","1"],"trial":false},"plan":"pro"}"#),
             Row("tenant upstream", t.upstream?.description, "https://[::1]:9000/base"),
             Row("tenant upstream_ca", t.upstreamCA.map { "\($0.path) \($0.location.keyPath):\($0.location.line)" },
                 conf + "tenants/../Apple_App_Attestation_Root_CA.pem upstream_ca:10"),
