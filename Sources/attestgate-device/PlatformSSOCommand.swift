@@ -26,6 +26,7 @@ enum PlatformSSOCommand {
                 bundleID: options.string("--bundle", default: "com.example.app"),
                 devices: try options.positiveInteger("--devices", default: 100),
                 concurrency: try options.positiveInteger("--concurrency", default: 8),
+                threads: options.values["--threads"] == nil ? nil : try options.positiveInteger("--threads", default: 1),
                 duration: try options.seconds("--seconds", default: 10))
             print(try generator.run(progress: printError))
         case "crypto":

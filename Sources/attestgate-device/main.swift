@@ -25,8 +25,8 @@ let usage = """
                            prints the status on stderr and the body on stdout
       demo                 register when --state has no device, refresh, show the token's
                            header and claims, then GET /api/hello through the gateway
-      load                 register --devices new keys, then run challenge + refresh from
-                           --concurrency threads for --seconds and print a summary
+      load                 register --devices new keys, then run challenge + refresh on
+                           --concurrency connections for --seconds and print a summary
       psso register        play a Mac's Platform SSO login: make a signing and an encryption
                            key (or reuse the ones in --state), register them through the admin
                            API with --user, mint a first refresh token
@@ -34,8 +34,8 @@ let usage = """
                            the answer, keeps the new refresh token, prints the id_token's claims
       psso demo            login (register + first refresh token), two refreshes, then replay
                            the first token: the gateway revokes its family
-      psso load            register --devices Macs, then run nonce + refresh from --concurrency
-                           threads for --seconds and print a summary
+      psso load            register --devices Macs, then run nonce + refresh on --concurrency
+                           connections for --seconds and print a summary
       psso crypto          the gateway's public-key work per refresh in a loop for --seconds on
                            one thread (the benchmark's crypto ceiling)
 
@@ -55,7 +55,9 @@ let usage = """
       --method METHOD          call: request method (default GET)
       --data JSON              call: request body, sent as application/json
       --devices N              load: simulated devices (default 100)
-      --concurrency C          load: threads, one keep-alive connection each (default 8)
+      --concurrency C          load: keep-alive connections, one cycle in flight each (default 8)
+      --threads T              load: threads sharing them, each waiting on its connections at
+                               once (default: one thread per connection)
       --seconds S              load: duration (default 10)
       --prefix PATH            psso: the tenant's platform_sso.path_prefix (default /psso)
       --client-id ID           psso: platform_sso.client_id (default com.example.app.psso)
@@ -82,7 +84,7 @@ struct Options {
 
     static let valueOptions: Set<String> = [
         "--gateway", "--admin", "--admin-token-file", "--admin-token", "--team", "--bundle", "--state",
-        "--subject", "--test-ca", "--test-ca-key", "--environment", "--timeout", "--method", "--data", "--devices", "--concurrency", "--seconds",
+        "--subject", "--test-ca", "--test-ca-key", "--environment", "--timeout", "--method", "--data", "--devices", "--concurrency", "--threads", "--seconds",
         "--prefix", "--client-id", "--audience", "--issuer", "--user",
     ]
 
@@ -242,6 +244,8 @@ func run(_ options: Options) throws {
                                       bundleID: options.string("--bundle", default: "com.example.app"),
                                       devices: try options.positiveInteger("--devices", default: 100),
                                       concurrency: try options.positiveInteger("--concurrency", default: 8),
+                                      threads: options.values["--threads"] == nil
+                                          ? nil : try options.positiveInteger("--threads", default: 1),
                                       duration: try options.seconds("--seconds", default: 10))
         let report = try generator.run(progress: printError)
         print(report)

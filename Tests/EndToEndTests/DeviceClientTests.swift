@@ -114,6 +114,25 @@ struct DeviceClientTests {
         #expect(notObject.code == "bad_request")
     }
 
+    /// The benchmark's load generator with more connections than threads: each thread waits on
+    /// several connections at once, and every device's assertions still reach the gateway in
+    /// counter order (an assertion out of order would be refused and counted as an error).
+    @Test func loadRunsSeveralConnectionsOnOneThread() throws {
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])
+        defer { gateway.stop() }
+        let configuration = DeviceSessionConfiguration(
+            gateway: try HTTPEndpoint(url: "http://127.0.0.1:\(gateway.port)"),
+            admin: try HTTPEndpoint(url: "http://127.0.0.1:\(gateway.adminPort)"), adminToken: gateway.adminToken)
+        let report = try LoadGenerator(configuration: configuration, teamID: teamID, bundleID: "com.example.app",
+                                       devices: 7, concurrency: 3, threads: 1, duration: .milliseconds(1500)).run()
+        #expect(report.threads == 1 && report.concurrency == 3)
+        #expect(report.errors.isEmpty, "\(report.errors)")
+        #expect(report.refreshes > 7, "every device had its turn and more")
+        #expect(report.connectionsOpened == 3, "one keep-alive connection each")
+        #expect(report.challengeLatency.count == report.refreshes && report.cycleLatency.count == report.refreshes)
+        #expect(report.description.contains("in flight 3, threads 1, connections 3"))
+    }
+
     /// Runs `attestgate-device <command>` against `gateway`; returns exit status and stdout.
     func runCLI(_ gateway: TestGateway, _ command: String) throws -> (Int32, String) {
         let (status, output) = try runProgram(TestGateway.builtProductPath("attestgate-device"), [

@@ -25,7 +25,7 @@ topology_run() {
     obtain_token
     set_auth_headers
     probe_proxy
-    run_load "$TOPOLOGY_SECONDS" "$REFRESH_THREADS" $(( REFRESH_THREADS * 16 )) "$BENCH/load-$name.txt"
+    run_load "$TOPOLOGY_SECONDS" "$REFRESH_CONNECTIONS" $(( REFRESH_CONNECTIONS * 16 )) "$BENCH/load-$name.txt"
     result "$section" "$name: refreshes/s" "$(fmt "$L_RPS" 0)" \
         "refresh p50 $L_P50, p99 $L_P99; errors $L_ERRORS${L_ERROR_CODES:+ ($L_ERROR_CODES)}"
     eval "TOPO_REFRESH_$name=$L_RPS"

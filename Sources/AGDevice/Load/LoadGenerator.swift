@@ -1,32 +1,36 @@
-import Dispatch
 import AGHTTP
 import Foundation
-import AGSync
 
 /// Drives challenge + refresh cycles as fast as a gateway answers, for benchmarks.
 ///
-/// Registers `devices` simulated devices through the admin API, then runs `concurrency`
-/// threads for `duration`. Each thread owns one keep-alive connection and a fixed share of the
-/// devices (device `i` belongs to thread `i % concurrency`), so a device's counter is only
-/// ever advanced by one thread and its assertions reach the gateway in counter order.
-/// The tenant's `attest` and `challenge` buckets must allow the rate, or most cycles end in
-/// `rate_limited`.
+/// Registers `devices` simulated devices through the admin API, then keeps `concurrency`
+/// cycles in flight for `duration`, one per keep-alive connection, on `threads` threads that
+/// each wait for whichever of their connections' answers comes first. Each connection owns a
+/// fixed share of the devices (device `i` belongs to connection `i % concurrency`), so a
+/// device's counter is only ever advanced by one connection and its assertions reach the
+/// gateway in counter order. The tenant's `attest` and `challenge` buckets must allow the
+/// rate, or most cycles end in `rate_limited`.
 public struct LoadGenerator: Sendable {
     public let configuration: DeviceSessionConfiguration
     public let teamID: String
     public let bundleID: String
     public let devices: Int
+    /// Connections, each with one cycle in flight.
     public let concurrency: Int
+    /// Threads sharing the connections.
+    public let threads: Int
     public let duration: Duration
 
-    /// `concurrency` is capped at `devices`: a thread without a device has nothing to do.
+    /// `concurrency` is capped at `devices` (a connection without a device has nothing to do),
+    /// `threads` at `concurrency`; `threads` defaults to one per connection.
     public init(configuration: DeviceSessionConfiguration, teamID: String, bundleID: String,
-                devices: Int, concurrency: Int, duration: Duration) {
+                devices: Int, concurrency: Int, threads: Int? = nil, duration: Duration) {
         self.configuration = configuration
         self.teamID = teamID
         self.bundleID = bundleID
         self.devices = max(1, devices)
         self.concurrency = max(1, min(concurrency, max(1, devices)))
+        self.threads = max(1, min(threads ?? concurrency, self.concurrency))
         self.duration = duration
     }
 
@@ -35,30 +39,13 @@ public struct LoadGenerator: Sendable {
     public func run(progress: (String) -> Void = { _ in }) throws(DeviceError) -> LoadReport {
         progress("registering \(devices) devices for \(teamID).\(bundleID)")
         let registered = try registerDevices()
-        progress("running \(concurrency) threads for \(duration)")
-
-        let shares = (0..<concurrency).map { thread in
-            stride(from: thread, to: registered.count, by: concurrency).map { registered[$0] }
-        }
-        let tallies = Locked<[WorkerTally]>([])
-        let group = DispatchGroup()
-        let start = ContinuousClock.now
-        let deadline = start.advanced(by: duration)
+        progress("running \(concurrency) connections on \(threads) threads for \(duration)")
         let configuration = configuration
-        for share in shares {
-            group.enter()
-            let thread = Thread {
-                let tally = Self.work(devices: share, configuration: configuration, until: deadline)
-                tallies.withLock { $0.append(tally) }
-                group.leave()
-            }
-            thread.name = "attestgate-device load"
-            thread.start()
+        let runner = LoadRunner(gateway: configuration.gateway, timeout: configuration.timeout, concurrency: concurrency,
+                                threads: threads, duration: duration)
+        return runner.run(registered, firstStep: "challenge") { device, client in
+            DeviceSession(configuration: configuration, device: device, statePath: nil, gatewayClient: client, adminClient: nil)
         }
-        group.wait()
-        let elapsed = start.duration(to: .now)
-        return LoadReport(devices: registered.count, concurrency: concurrency, elapsed: elapsed,
-                          tallies: tallies.withLock { $0 })
     }
 
     private func registerDevices() throws(DeviceError) -> [SimulatedDevice] {
@@ -76,48 +63,22 @@ public struct LoadGenerator: Sendable {
         }
         return registered
     }
-
-    /// One thread's loop: challenge + refresh on its devices in turn until `deadline`.
-    private static func work(devices: [SimulatedDevice], configuration: DeviceSessionConfiguration,
-                             until deadline: ContinuousClock.Instant) -> WorkerTally {
-        let client = BlockingHTTPClient(endpoint: configuration.gateway, timeout: configuration.timeout)
-        let sessions = devices.map {
-            DeviceSession(configuration: configuration, device: $0, statePath: nil, gatewayClient: client, adminClient: nil)
-        }
-        var tally = WorkerTally()
-        var next = 0
-        while ContinuousClock.now < deadline {
-            let session = sessions[next]
-            next = (next + 1) % sessions.count
-            let started = ContinuousClock.now
-            do {
-                let challenge = try session.challenge()
-                let challenged = ContinuousClock.now
-                tally.challengeLatencies.append(started.duration(to: challenged))
-                try session.refresh(with: challenge)
-                let refreshed = ContinuousClock.now
-                tally.refreshLatencies.append(challenged.duration(to: refreshed))
-                tally.cycleLatencies.append(started.duration(to: refreshed))
-                tally.refreshes += 1
-            } catch {
-                tally.errors[error.code, default: 0] += 1
-                // A gateway that is down would otherwise be hammered in a tight loop.
-                if case .transport = error { Thread.sleep(forTimeInterval: 0.01) }
-            }
-        }
-        tally.connectionsOpened = client.connectionsOpened
-        return tally
-    }
 }
 
-/// What one load thread counted.
-struct WorkerTally: Sendable {
-    var refreshes = 0
-    var errors: [String: Int] = [:]
-    var challengeLatencies: [Duration] = []
-    var refreshLatencies: [Duration] = []
-    var cycleLatencies: [Duration] = []
-    var connectionsOpened = 0
+/// A device's load cycle: a challenge, then a refresh over it.
+extension DeviceSession: LoadCycle {
+    func startCycle() -> (SessionRequest, SessionRequest) {
+        (challengeRequest, challengeRequest)
+    }
+
+    func continueCycle(_ sent: SessionRequest, answer: HTTPClientResponse) throws(DeviceError) -> (SessionRequest, SessionRequest) {
+        let refresh = try refreshRequest(with: Self.challenge(answering: Self.checked(answer, answering: sent)))
+        return (refresh, refresh)
+    }
+
+    func finishCycle(_ sent: SessionRequest, answer: HTTPClientResponse) throws(DeviceError) {
+        try acceptRefresh(Self.checked(answer, answering: sent))
+    }
 }
 
 /// Latency percentiles of one kind of request (nearest-rank).
@@ -144,7 +105,10 @@ public struct LatencySummary: Sendable, Equatable {
 /// The outcome of a load run.
 public struct LoadReport: Sendable, CustomStringConvertible {
     public let devices: Int
+    /// Cycles in flight, one per connection.
     public let concurrency: Int
+    /// Threads the connections shared.
+    public let threads: Int
     public let elapsed: Duration
     /// Successful refreshes (each one challenge + one refresh).
     public let refreshes: Int
@@ -154,15 +118,17 @@ public struct LoadReport: Sendable, CustomStringConvertible {
     public let refreshLatency: LatencySummary
     /// Challenge + refresh, for successful cycles.
     public let cycleLatency: LatencySummary
-    /// Connections opened by the load threads; equal to `concurrency` when keep-alive held.
+    /// Connections opened; equal to `concurrency` when keep-alive held.
     public let connectionsOpened: Int
     /// What the first request of a cycle is called in the latency table (`challenge`, `nonce`).
     public let firstStep: String
 
-    init(devices: Int, concurrency: Int, elapsed: Duration, tallies: [WorkerTally], firstStep: String = "challenge") {
+    init(devices: Int, concurrency: Int, threads: Int, elapsed: Duration, tallies: [WorkerTally],
+         firstStep: String = "challenge") {
         self.firstStep = firstStep
         self.devices = devices
         self.concurrency = concurrency
+        self.threads = threads
         self.elapsed = elapsed
         refreshes = tallies.reduce(0) { $0 + $1.refreshes }
         errors = tallies.reduce(into: [:]) { merged, tally in merged.merge(tally.errors, uniquingKeysWith: +) }
@@ -184,7 +150,7 @@ public struct LoadReport: Sendable, CustomStringConvertible {
 
     public var description: String {
         var lines = [
-            "devices \(devices), threads \(concurrency), connections \(connectionsOpened), elapsed \(Self.seconds(elapsed))",
+            "devices \(devices), in flight \(concurrency), threads \(threads), connections \(connectionsOpened), elapsed \(Self.seconds(elapsed))",
             "refreshes ok \(refreshes) (\(String(format: "%.1f", refreshesPerSecond))/s), errors \(errorCount)",
         ]
         for (code, count) in errors.sorted(by: { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }) {

@@ -1,31 +1,35 @@
 import AGFormats
 import AGHTTP
-import Dispatch
-import Foundation
-import AGSync
 
 /// Drives Platform SSO refreshes (server nonce + refresh request, the answer decrypted and
 /// checked as a Mac checks it) as fast as a gateway answers, for benchmarks.
 ///
 /// Registers `devices` simulated Macs through the admin API (register + first refresh token),
-/// then runs `concurrency` threads for `duration`, each with one keep-alive connection and a
-/// fixed share of the Macs, so a Mac's refresh token only ever moves forward on one thread.
-/// The tenant's `attest` bucket and the per-IP `psso_nonce` bucket must allow the rate.
+/// then keeps `concurrency` refreshes in flight for `duration` on `threads` threads, as
+/// `LoadGenerator` does; each connection has a fixed share of the Macs, so a Mac's refresh
+/// token only ever moves forward on one connection. The tenant's `attest` bucket and the
+/// per-IP `psso_nonce` bucket must allow the rate.
 public struct PlatformSSOLoadGenerator: Sendable {
     public let configuration: MacConfiguration
     public let teamID: String
     public let bundleID: String
     public let devices: Int
+    /// Connections, each with one refresh in flight.
     public let concurrency: Int
+    /// Threads sharing the connections.
+    public let threads: Int
     public let duration: Duration
 
+    /// `concurrency` is capped at `devices`, `threads` at `concurrency`; `threads` defaults to
+    /// one per connection.
     public init(configuration: MacConfiguration, teamID: String, bundleID: String, devices: Int, concurrency: Int,
-                duration: Duration) {
+                threads: Int? = nil, duration: Duration) {
         self.configuration = configuration
         self.teamID = teamID
         self.bundleID = bundleID
         self.devices = max(1, devices)
         self.concurrency = max(1, min(concurrency, max(1, devices)))
+        self.threads = max(1, min(threads ?? concurrency, self.concurrency))
         self.duration = duration
     }
 
@@ -45,57 +49,41 @@ public struct PlatformSSOLoadGenerator: Sendable {
             if jwks == nil { jwks = try session.jwks() }
             macs.append(session.mac)
         }
-        progress("running \(concurrency) threads for \(duration)")
-        let shares = (0..<concurrency).map { thread in stride(from: thread, to: macs.count, by: concurrency).map { macs[$0] } }
-        let tallies = Locked<[WorkerTally]>([])
-        let group = DispatchGroup()
-        let start = ContinuousClock.now
-        let deadline = start.advanced(by: duration)
+        progress("running \(concurrency) connections on \(threads) threads for \(duration)")
         let settings = configuration
         let keys = jwks
-        for share in shares {
-            group.enter()
-            let thread = Thread {
-                let tally = Self.work(macs: share, configuration: settings, jwks: keys, until: deadline)
-                tallies.withLock { $0.append(tally) }
-                group.leave()
-            }
-            thread.name = "attestgate-device psso load"
-            thread.start()
-        }
-        group.wait()
-        return LoadReport(devices: macs.count, concurrency: concurrency, elapsed: start.duration(to: .now),
-                          tallies: tallies.withLock { $0 }, firstStep: "nonce")
-    }
-
-    /// One thread's loop: nonce + refresh on its Macs in turn until `deadline`.
-    private static func work(macs: [SimulatedMac], configuration: MacConfiguration, jwks: JSONValue?,
-                             until deadline: ContinuousClock.Instant) -> WorkerTally {
-        let client = BlockingHTTPClient(endpoint: configuration.session.gateway, timeout: configuration.session.timeout)
-        let sessions = macs.map { mac in
-            let session = MacSession(configuration: configuration, mac: mac, statePath: nil, gatewayClient: client, adminClient: nil)
-            session.jwksCache = jwks
+        let runner = LoadRunner(gateway: settings.session.gateway, timeout: timeout, concurrency: concurrency,
+                                threads: threads, duration: duration)
+        return runner.run(macs, firstStep: "nonce") { mac, client in
+            let session = MacSession(configuration: settings, mac: mac, statePath: nil, gatewayClient: client, adminClient: nil)
+            session.jwksCache = keys
             return session
         }
-        var tally = WorkerTally()
-        var next = 0
-        while ContinuousClock.now < deadline {
-            let session = sessions[next]
-            next = (next + 1) % sessions.count
-            let started = ContinuousClock.now
-            do {
-                let refresh = try session.refresh()
-                let finished = ContinuousClock.now
-                tally.challengeLatencies.append(refresh.nonceLatency)
-                tally.refreshLatencies.append(started.duration(to: finished) - refresh.nonceLatency)
-                tally.cycleLatencies.append(started.duration(to: finished))
-                tally.refreshes += 1
-            } catch {
-                tally.errors[error.code, default: 0] += 1
-                if case .transport = error { Thread.sleep(forTimeInterval: 0.01) }
-            }
-        }
-        tally.connectionsOpened = client.connectionsOpened
-        return tally
+    }
+}
+
+/// A Mac's load cycle: a server nonce, then a refresh request over it, its answer decrypted
+/// and checked.
+extension MacSession: LoadCycle {
+    /// The nonce request as sent and its `client-request-id`, which the refresh request repeats.
+    struct NonceStep {
+        let request: SessionRequest
+        let clientRequestID: String
+    }
+
+    func startCycle() -> (SessionRequest, NonceStep) {
+        let clientRequestID = MacRefreshRequest.newNonce()
+        let request = nonceRequest(clientRequestID: clientRequestID)
+        return (request, NonceStep(request: request, clientRequestID: clientRequestID))
+    }
+
+    func continueCycle(_ step: NonceStep, answer: HTTPClientResponse) throws(DeviceError) -> (SessionRequest, PendingRefresh) {
+        let pending = try refreshRequest(clientRequestID: step.clientRequestID,
+                                         serverNonce: Self.nonce(answering: answer, to: step.request))
+        return (pending.request, pending)
+    }
+
+    func finishCycle(_ pending: PendingRefresh, answer: HTTPClientResponse) throws(DeviceError) {
+        try acceptRefresh(answer, pending)
     }
 }

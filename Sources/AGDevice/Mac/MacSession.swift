@@ -36,8 +36,6 @@ public struct MacRefresh: Sendable {
     public let response: MacLoginResponse
     /// The `client-request-id` sent on both calls and echoed by the gateway.
     public let clientRequestID: String
-    /// How long the nonce call took (for load reports).
-    public let nonceLatency: Duration
 }
 
 /// Plays a Mac against the gateway: registration through the admin API (the tenant IdP's part),
@@ -97,8 +95,19 @@ public final class MacSession {
 
     /// `POST {prefix}/nonce` with `grant_type=srv_challenge`; the `Nonce` of the answer.
     public func nonce(clientRequestID: String) throws(DeviceError) -> String {
-        let response = try send(configuration.prefix + "/nonce", body: "grant_type=srv_challenge",
-                                headers: [("client-request-id", clientRequestID), ("Accept", "application/json")])
+        let request = nonceRequest(clientRequestID: clientRequestID)
+        return try Self.nonce(answering: send(request), to: request)
+    }
+
+    /// The nonce request, for a caller that sends it itself (the load generator).
+    func nonceRequest(clientRequestID: String) -> SessionRequest {
+        Self.form(configuration.prefix + "/nonce", body: "grant_type=srv_challenge",
+                  headers: [("client-request-id", clientRequestID), ("Accept", "application/json")])
+    }
+
+    /// The `Nonce` in the answer to a `nonceRequest`.
+    static func nonce(answering response: HTTPClientResponse, to request: SessionRequest) throws(DeviceError) -> String {
+        let response = try checked(response, answering: request)
         guard let nonce = (try? JSONValue(parsing: response.body))?["Nonce"]?.stringValue, !nonce.isEmpty else {
             throw .unexpectedResponse(status: response.status, reason: "no Nonce in the answer")
         }
@@ -110,38 +119,63 @@ public final class MacSession {
     /// sends another token than the Mac's own (the demo replays an old one).
     @discardableResult
     public func refresh(presenting token: String? = nil, now: Int64? = nil) throws(DeviceError) -> MacRefresh {
-        guard let refreshToken = token ?? mac.refreshToken else {
-            throw .configuration("the Mac has no refresh token; register first")
-        }
+        guard token != nil || mac.refreshToken != nil else { throw Self.noRefreshToken }
         let clientRequestID = MacRefreshRequest.newNonce()
-        let nonceStarted = ContinuousClock.now
         let serverNonce = try nonce(clientRequestID: clientRequestID)
-        let nonceLatency = nonceStarted.duration(to: .now)
+        let pending = try refreshRequest(clientRequestID: clientRequestID, serverNonce: serverNonce, presenting: token, now: now)
+        return try acceptRefresh(send(pending.request), pending)
+    }
+
+    /// A refresh request as sent, kept to check its answer.
+    struct PendingRefresh {
+        let request: SessionRequest
+        let refresh: MacRefreshRequest
+        let clientRequestID: String
+        /// The request's time (`iat`), against which the answer's lifetimes are checked.
+        let time: Int64
+    }
+
+    private static let noRefreshToken = DeviceError.configuration("the Mac has no refresh token; register first")
+
+    /// The signed refresh request over `serverNonce`, for a caller that sends it itself.
+    func refreshRequest(clientRequestID: String, serverNonce: String, presenting token: String? = nil,
+                        now: Int64? = nil) throws(DeviceError) -> PendingRefresh {
+        guard let refreshToken = token ?? mac.refreshToken else { throw Self.noRefreshToken }
         let time = now ?? Int64(Date().timeIntervalSince1970)
-        let request = MacRefreshRequest(mac: mac, clientID: configuration.clientID, audience: configuration.audience,
+        let refresh = MacRefreshRequest(mac: mac, clientID: configuration.clientID, audience: configuration.audience,
                                         serverNonce: serverNonce, refreshToken: refreshToken,
                                         nonceClaimName: configuration.nonceClaimName, now: time)
         let form = "platform_sso_version=1.0&grant_type=" + Self.formEscaped(PlatformSSOTokenForm.grantType)
-            + "&assertion=" + Self.formEscaped(try request.signed(by: mac))
-        let response = try send(configuration.prefix + "/token", body: form, headers: [
+            + "&assertion=" + Self.formEscaped(try refresh.signed(by: mac))
+        let request = Self.form(configuration.prefix + "/token", body: form, headers: [
             ("client-request-id", clientRequestID), ("Accept", "application/platformsso-login-response+jwt"),
         ])
+        return PendingRefresh(request: request, refresh: refresh, clientRequestID: clientRequestID, time: time)
+    }
+
+    /// Checks the answer to a `refreshRequest` as a Mac does; its refresh token replaces the
+    /// Mac's (and is saved).
+    @discardableResult
+    func acceptRefresh(_ response: HTTPClientResponse, _ pending: PendingRefresh) throws(DeviceError) -> MacRefresh {
+        let response = try Self.checked(response, answering: pending.request)
         guard response.header("Content-Type") == LoginResponseType.contentType else {
             throw .unexpectedResponse(status: response.status, reason: "Content-Type is not \(LoginResponseType.contentType)")
         }
         let expected = MacLoginResponse.Expectations(issuer: configuration.issuer, clientID: configuration.clientID)
         let checked: MacLoginResponse
         if let cached = jwksCache,
-           let result = try? MacLoginResponse(jwe: response.text, mac: mac, request: request, jwks: cached, expected: expected, now: time) {
+           let result = try? MacLoginResponse(jwe: response.text, mac: mac, request: pending.refresh, jwks: cached,
+                                              expected: expected, now: pending.time) {
             checked = result
         } else {
             let jwks = try self.jwks()
-            checked = try MacLoginResponse(jwe: response.text, mac: mac, request: request, jwks: jwks, expected: expected, now: time)
+            checked = try MacLoginResponse(jwe: response.text, mac: mac, request: pending.refresh, jwks: jwks,
+                                           expected: expected, now: pending.time)
             jwksCache = jwks
         }
         mac.refreshToken = checked.refreshToken
         try save()
-        return MacRefresh(request: request, response: checked, clientRequestID: clientRequestID, nonceLatency: nonceLatency)
+        return MacRefresh(request: pending.refresh, response: checked, clientRequestID: pending.clientRequestID)
     }
 
     /// `GET /.well-known/jwks.json` (a Mac fetches it again when a kid is unknown).
@@ -162,23 +196,30 @@ public final class MacSession {
         if let statePath { try mac.save(to: statePath) }
     }
 
-    /// A form POST to the gateway; an error status becomes `.rejected` with the OAuth `error`
-    /// as code and `error_description` as message.
-    private func send(_ path: String, body: String, headers: [(name: String, value: String)]) throws(DeviceError) -> HTTPClientResponse {
-        let response: HTTPClientResponse
+    private func send(_ request: SessionRequest) throws(DeviceError) -> HTTPClientResponse {
         do {
-            response = try gateway.request(method: "POST", path: path,
-                                           headers: headers + [("Content-Type", "application/x-www-form-urlencoded")],
-                                           body: Array(body.utf8))
+            return try gateway.request(method: request.method, path: request.path, headers: request.headers, body: request.body)
         } catch {
             throw .transport(error)
         }
+    }
+
+    /// A form POST to the gateway.
+    private static func form(_ path: String, body: String, headers: [(name: String, value: String)]) -> SessionRequest {
+        SessionRequest(method: "POST", path: path, headers: headers + [("Content-Type", "application/x-www-form-urlencoded")],
+                       body: Array(body.utf8))
+    }
+
+    /// The answer itself; an error status becomes `.rejected` with the OAuth `error` as code and
+    /// `error_description` as message.
+    static func checked(_ response: HTTPClientResponse, answering request: SessionRequest) throws(DeviceError) -> HTTPClientResponse {
         guard response.status < 400 else {
             let document = try? JSONValue(parsing: response.body)
             throw .rejected(GatewayRejection(
                 status: response.status, code: document?["error"]?.stringValue ?? "http_\(response.status)",
                 message: document?["error_description"]?.stringValue ?? response.text,
-                requestID: document?["requestId"]?.stringValue ?? response.header("X-Request-ID"), request: "POST \(path)"))
+                requestID: document?["requestId"]?.stringValue ?? response.header("X-Request-ID"),
+                request: "\(request.method) \(request.path)"))
         }
         return response
     }

@@ -137,8 +137,16 @@ public final class DeviceSession {
 
     /// Fetches a challenge for the device's tenant.
     public func challenge() throws(DeviceError) -> AttestationChallenge {
-        let response = try send(gatewayClient, method: "GET", path: Self.challengePath,
-                                headers: tenantHeaders, body: nil)
+        try Self.challenge(answering: send(gatewayClient, challengeRequest))
+    }
+
+    /// The challenge request, for a caller that sends it itself (the load generator).
+    var challengeRequest: SessionRequest {
+        SessionRequest(method: "GET", path: Self.challengePath, headers: tenantHeaders, body: nil)
+    }
+
+    /// The challenge in the answer to `challengeRequest`.
+    static func challenge(answering response: HTTPClientResponse) throws(DeviceError) -> AttestationChallenge {
         let document = try Self.jsonObject(response)
         guard let value = document["challenge"]?.stringValue, !value.isEmpty else {
             throw .unexpectedResponse(status: response.status, reason: "no challenge string")
@@ -156,6 +164,13 @@ public final class DeviceSession {
     /// Exchanges an assertion over `challenge` for a token (`POST /api/v1/attestation/refresh`).
     @discardableResult
     public func refresh(with challenge: AttestationChallenge, subjectID: String? = nil) throws(DeviceError) -> IssuedToken {
+        let request = try refreshRequest(with: challenge, subjectID: subjectID)
+        return try acceptRefresh(send(gatewayClient, request))
+    }
+
+    /// The refresh request over `challenge`, for a caller that sends it itself (the load
+    /// generator). Makes the assertion: the device's counter moves on (and is saved) here.
+    func refreshRequest(with challenge: AttestationChallenge, subjectID: String? = nil) throws(DeviceError) -> SessionRequest {
         let (assertion, clientDataHash) = try device.makeAssertion(challenge: challenge.value)
         try saveState()
         var members: [String: JSONValue] = [
@@ -165,9 +180,14 @@ public final class DeviceSession {
             "challenge": .string(challenge.value),
         ]
         if let subjectID { members["subjectId"] = .string(subjectID) }
-        let response = try send(gatewayClient, method: "POST", path: Self.refreshPath,
-                                headers: tenantHeaders + [("Content-Type", "application/json")],
-                                body: JSONValue.object(members).serialized())
+        return SessionRequest(method: "POST", path: Self.refreshPath,
+                             headers: tenantHeaders + [("Content-Type", "application/json")],
+                             body: JSONValue.object(members).serialized())
+    }
+
+    /// The token in the answer to a `refreshRequest`, kept as the session's token.
+    @discardableResult
+    func acceptRefresh(_ response: HTTPClientResponse) throws(DeviceError) -> IssuedToken {
         let document = try Self.jsonObject(response)
         guard let value = document["token"]?.stringValue, !value.isEmpty else {
             throw .unexpectedResponse(status: response.status, reason: "no token string")
@@ -241,14 +261,24 @@ public final class DeviceSession {
     /// Sends a request; statuses of 400 and above become `.rejected` with the envelope's fields.
     private func send(_ client: BlockingHTTPClient, method: String, path: String,
                       headers: [(name: String, value: String)], body: [UInt8]?) throws(DeviceError) -> HTTPClientResponse {
+        try send(client, SessionRequest(method: method, path: path, headers: headers, body: body))
+    }
+
+    private func send(_ client: BlockingHTTPClient, _ request: SessionRequest) throws(DeviceError) -> HTTPClientResponse {
         let response: HTTPClientResponse
         do {
-            response = try client.request(method: method, path: path, headers: headers, body: body)
+            response = try client.request(method: request.method, path: request.path, headers: request.headers,
+                                          body: request.body)
         } catch {
             throw .transport(error)
         }
+        return try Self.checked(response, answering: request)
+    }
+
+    /// The answer itself; a status of 400 or above becomes `.rejected` with the envelope's fields.
+    static func checked(_ response: HTTPClientResponse, answering request: SessionRequest) throws(DeviceError) -> HTTPClientResponse {
         guard response.status < 400 else {
-            throw .rejected(GatewayRejection(response: response, request: "\(method) \(path)"))
+            throw .rejected(GatewayRejection(response: response, request: "\(request.method) \(request.path)"))
         }
         return response
     }
@@ -271,4 +301,13 @@ extension GatewayRejection {
         let requestID = envelope?["requestId"]?.stringValue ?? response.header("X-Request-ID")
         self.init(status: response.status, code: code, message: message, requestID: requestID, request: request)
     }
+}
+
+/// A request a session built, for its caller to send (`BlockingHTTPClient.send`) and to hand
+/// the answer back to the session (the load generator).
+struct SessionRequest {
+    let method: String
+    let path: String
+    let headers: [(name: String, value: String)]
+    let body: [UInt8]?
 }

@@ -80,6 +80,37 @@ public final class BlockingHTTPClient {
         }
     }
 
+    /// Sends one request and returns without reading the answer, for a caller that waits on
+    /// several clients' `descriptor`s at once (a load generator) and then reads the answer of a
+    /// ready one with `readResponse(method:)`. Uses the kept-alive connection when it is still
+    /// reusable, a new one otherwise; nothing is sent twice.
+    public func send(method: String = "GET", path: String, headers: [(name: String, value: String)] = [],
+                     body: [UInt8]? = nil) throws(HTTPClientError) {
+        let message = try Self.serialize(method: method, path: path, headers: headers, body: body,
+                                         hostHeader: endpoint.hostHeader)
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        let current: TCPConnection
+        if let open = connection, open.isReusable {
+            current = open
+        } else {
+            connection = nil
+            current = try TCPConnection(ipv4: endpoint.ipv4, port: endpoint.port, deadline: deadline)
+            connectionsOpened += 1
+            connection = current
+        }
+        buffer.removeAll(keepingCapacity: true)
+        readOffset = 0
+        do {
+            try current.send(message, deadline: deadline)
+        } catch {
+            connection = nil
+            throw error
+        }
+    }
+
+    /// The open connection's socket (to wait on with `poll`), nil when none is open.
+    public var descriptor: Int32? { connection?.descriptor }
+
     /// Sends `bytes` exactly as given (a malformed or smuggling request, in tests) on the
     /// kept-alive connection or a new one; `readResponse` then reads the answer.
     public func send(raw bytes: [UInt8]) throws(HTTPClientError) {

@@ -7,7 +7,8 @@ import Glibc
 /// The only type in this module that touches socket APIs and raw pointers. It owns its file
 /// descriptor from `init` to `deinit` and is used by one thread at a time.
 final class TCPConnection {
-    private let descriptor: Int32
+    /// The socket, for a caller that waits on several connections at once.
+    let descriptor: Int32
     /// Receive buffer reused across reads.
     private var scratch = [UInt8](repeating: 0, count: 16 * 1024)
     /// `host:port`, for error messages.

@@ -1,4 +1,5 @@
 import AGDevice
+import AGHTTP
 import AGFormats
 import AGTestSupport
 import Foundation
@@ -72,6 +73,26 @@ struct PlatformSSOMutationAndClientTests {
             "--audience", PlatformSSOGateway.audience, "--issuer", "https://attestgate.test", "--user", "ada@example.com",
         ], mergingErrors: true)
         return (status, String(decoding: output, as: UTF8.self))
+    }
+
+    /// The benchmark's Platform SSO load with more connections than threads: every answer is
+    /// decrypted and checked as a Mac does, and each Mac's refresh token only moves forward (a
+    /// token presented twice would revoke its family and fail every later refresh).
+    @Test func loadRunsSeveralMacsConnectionsOnOneThread() throws {
+        let sso = try PlatformSSOGateway()
+        defer { sso.stop() }
+        let session = DeviceSessionConfiguration(
+            gateway: try HTTPEndpoint(url: "http://127.0.0.1:\(sso.gateway.port)"),
+            admin: try HTTPEndpoint(url: "http://127.0.0.1:\(sso.gateway.adminPort)"), adminToken: sso.gateway.adminToken)
+        let configuration = MacConfiguration(session: session, prefix: "/psso", clientID: PlatformSSOGateway.clientID,
+                                             audience: PlatformSSOGateway.audience, issuer: "https://attestgate.test")
+        let report = try PlatformSSOLoadGenerator(configuration: configuration, teamID: sso.teamID, bundleID: "com.example.app",
+                                                  devices: 5, concurrency: 2, threads: 1, duration: .milliseconds(1500)).run()
+        #expect(report.threads == 1 && report.concurrency == 2)
+        #expect(report.errors.isEmpty, "\(report.errors)")
+        #expect(report.refreshes > 5, "every Mac had its turn and more")
+        #expect(report.connectionsOpened == 2)
+        #expect(report.description.contains("nonce "))
     }
 
     @Test func theDeviceClientPlaysAMac() throws {
