@@ -208,7 +208,13 @@ public final class ConfigDecoder {
         return nil
     }
 
-    /// A duration such as `250ms` or `7d`; zero only when `allowZero` (`0s`).
+    /// The longest duration any setting takes: ten years. Longer ones mean nothing here, and
+    /// arithmetic on them (a challenge key kept twice its lifetime, an expiry in microseconds)
+    /// could overflow at run time.
+    public static let maximumDuration = Duration.seconds(3650 * 86_400)
+
+    /// A duration such as `250ms` or `7d`, at most `maximumDuration`; zero only when
+    /// `allowZero` (`0s`).
     public func duration(_ field: ConfigField, allowZero: Bool = false) -> Duration? {
         guard case .scalar(let scalar) = field.node.content, let value = ConfigUnits.parseDuration(scalar.text) else {
             var message = "expected a duration like \(ConfigUnits.durationExamples), got \(Self.describe(field.node))"
@@ -220,6 +226,10 @@ public final class ConfigDecoder {
         }
         guard allowZero || value > .zero else {
             report(field, "must be greater than zero")
+            return nil
+        }
+        guard value <= Self.maximumDuration else {
+            report(field, "must be at most 3650d (ten years)")
             return nil
         }
         return value

@@ -124,7 +124,7 @@ extension GatewayConfig {
             let base = RateTier.builtIn[name]
             func limit(_ key: String, _ inherited: Int?) -> Int? {
                 if let inherited, m[key] == nil { return inherited }
-                return m.required(key).flatMap { d.int($0, in: 1...Int.max) }
+                return m.required(key).flatMap { d.int($0, in: 1...RateTier.maximumLimitPerMinute) }
             }
             let attest = limit("attest", base?.attest)
             let challenge = limit("challenge", base?.challenge)
@@ -153,9 +153,10 @@ extension GatewayConfig {
 
     private static func decodeIPLimits(_ field: ConfigField?, _ d: ConfigDecoder) -> IPLimitConfig {
         let m = sub(field, Keys.ipLimits, d)
-        return IPLimitConfig(challenge: m?["challenge"].flatMap { d.int($0, in: 1...Int.max) } ?? 120,
-                             validate: m?["validate"].flatMap { d.int($0, in: 1...Int.max) } ?? 30,
-                             pssoNonce: m?["psso_nonce"].flatMap { d.int($0, in: 1...Int.max) } ?? 120)
+        let limits = 1...RateTier.maximumLimitPerMinute
+        return IPLimitConfig(challenge: m?["challenge"].flatMap { d.int($0, in: limits) } ?? 120,
+                             validate: m?["validate"].flatMap { d.int($0, in: limits) } ?? 30,
+                             pssoNonce: m?["psso_nonce"].flatMap { d.int($0, in: limits) } ?? 120)
     }
 
     private static func decodeProxy(_ field: ConfigField?, _ d: ConfigDecoder) -> ProxyConfig {

@@ -153,6 +153,11 @@ public enum DeviceLimit: Sendable, Hashable {
 
 /// A rate tier: per-minute bucket sizes and the monthly-active-device limit.
 public struct RateTier: Sendable, Hashable {
+    /// The largest per-minute limit a bucket keeps exactly (every intermediate value of the
+    /// token bucket an exact double in Lua); larger numbers are refused, in files and through
+    /// the admin API alike.
+    public static let maximumLimitPerMinute = 100_000_000
+
     public let name: String
     public let attest: Int
     public let challenge: Int

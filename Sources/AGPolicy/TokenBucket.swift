@@ -13,7 +13,7 @@ public struct TokenBucket: Sendable, Hashable {
     /// Units in one token: the microseconds in a minute, so refill per µs equals the limit.
     public static let unitsPerToken: Int64 = 60_000_000
     /// The largest limit for which every intermediate value stays an exact double in Lua.
-    public static let maximumLimitPerMinute = 100_000_000
+    public static let maximumLimitPerMinute = RateTier.maximumLimitPerMinute
 
     /// The limit the bucket was last refilled with.
     public private(set) var limitPerMinute: Int

@@ -73,7 +73,7 @@ import Testing
         ]),
         BadCase(name: "out of range", files: [("conf/gateway.yaml", gatewayWith("server:\n  workers: -1\nip_limits:\n  validate: 0\nquotas:\n  warn_ratio: 1.5\n"))], expected: [
             "conf/gateway.yaml:7: server.workers: expected an integer from 0 to 1024, got -1",
-            "conf/gateway.yaml:9: ip_limits.validate: expected an integer of at least 1, got 0",
+            "conf/gateway.yaml:9: ip_limits.validate: expected an integer from 1 to 100000000, got 0",
             "conf/gateway.yaml:11: quotas.warn_ratio: expected a number from 0.01 to 1, got 1.5",
         ]),
         BadCase(name: "bad client timeouts", files: [("conf/gateway.yaml", gatewayWith("""
@@ -103,6 +103,20 @@ import Testing
             #"conf/gateway.yaml:9: challenge.ttl: expected a duration like 250ms, 30s, 5m, 1h or 7d, got "5 minutes""#,
             "conf/gateway.yaml:12: server.timeouts.idle: must be greater than zero",
             #"conf/gateway.yaml:13: server.timeouts.read: expected a duration like 250ms, 30s, 5m, 1h or 7d, got "1.5s""#,
+        ]),
+        BadCase(name: "limits beyond what a bucket keeps exactly, refused as the admin API refuses them",
+                files: [("conf/gateway.yaml", gatewayWith("tiers:\n  big: { attest: 100000000, challenge: 1, api: 500000000, mad_limit: 1 }\nip_limits:\n  challenge: 100000001\n"))],
+                expected: [
+            "conf/gateway.yaml:7: tiers.big.api: expected an integer from 1 to 100000000, got 500000000",
+            "conf/gateway.yaml:9: ip_limits.challenge: expected an integer from 1 to 100000000, got 100000001",
+        ]),
+        BadCase(name: "durations beyond ten years (run-time arithmetic on them could overflow)", files: [
+            ("conf/gateway.yaml", gatewayWith("challenge:\n  ttl: 100000000000000m\n")),
+            ("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "token:\n  ttl: 3651d\nplatform_sso:\n  path_prefix: /psso\n  client_id: c\n  audience: [https://x.example/psso/token]\n  refresh_token_ttl: 100000000000000s\n"),
+        ], expected: [
+            "conf/gateway.yaml:7: challenge.ttl: must be at most 3650d (ten years)",
+            "conf/tenants/example.yaml:4: token.ttl: must be at most 3650d (ten years)",
+            "conf/tenants/example.yaml:9: platform_sso.refresh_token_ttl: must be at most 3650d (ten years)",
         ]),
         BadCase(name: "bad sizes", files: [("conf/gateway.yaml", gatewayWith("server:\n  max_body_bytes: 64KB\n  max_proxy_body_bytes: 0\n"))], expected: [
             #"conf/gateway.yaml:7: server.max_body_bytes: expected a size like 1048576, 64KiB, 1MiB or 1GiB, got "64KB" (units are binary: KiB, MiB, GiB)"#,
@@ -299,7 +313,7 @@ import Testing
               enterprise: { mad_limit: infinite }
 
             """))], expected: [
-            "conf/gateway.yaml:7: tiers.pro.api: expected an integer of at least 1, got 0",
+            "conf/gateway.yaml:7: tiers.pro.api: expected an integer from 1 to 100000000, got 0",
             "conf/gateway.yaml:8: tiers.gold.mad_limit: missing required key",
             "conf/gateway.yaml:9: tiers.Bad: tier names use lowercase letters, digits, - and _ (at most 32 characters)",
             #"conf/gateway.yaml:10: tiers.enterprise.mad_limit: expected a positive integer or unlimited, got "infinite""#,

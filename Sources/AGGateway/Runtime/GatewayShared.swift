@@ -104,6 +104,9 @@ final class GatewayShared: Sendable {
             ("redis.url", a.redis.url.description, b.redis.url.description),
             // Every Redis connection is made with it.
             ("redis.timeout", "\(a.redis.timeout)", "\(b.redis.timeout)"),
+            // Each worker's device store takes them when it is built.
+            ("redis.wait_replicas", String(a.redis.waitReplicas), String(b.redis.waitReplicas)),
+            ("redis.wait_timeout", "\(a.redis.waitTimeout)", "\(b.redis.waitTimeout)"),
             // The logger is built once; the access log switch (log.access_log) is read per request.
             ("log.format", a.log.format.rawValue, b.log.format.rawValue),
             ("log.level", a.log.level.rawValue, b.log.level.rawValue),
