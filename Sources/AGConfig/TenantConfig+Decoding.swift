@@ -136,12 +136,11 @@ extension TenantConfig {
         return claims
     }
 
-    /// A claim's value (a member of `custom_claims` or of an object in it). One without a value
-    /// is refused: tokens omit claims without a value, they never carry null, so the key would
-    /// have no effect.
+    /// A claim's value, or a member or element of one. Null is refused: tokens omit claims
+    /// without a value and never carry null, so the key would have no effect.
     private static func claimValue(_ field: ConfigField, _ d: ConfigDecoder) -> JSONValue? {
         if case .scalar(let scalar) = field.node.content, case .null = scalar.resolved {
-            d.report(field, "a claim needs a value (tokens omit claims without one, never send null): remove the key or give it a value")
+            d.report(field, "null is not a claim value (tokens omit claims without one, never send null): remove it or give it a value")
             return nil
         }
         return jsonValue(field, d)
@@ -172,7 +171,7 @@ extension TenantConfig {
             }
         case .sequence:
             let items = d.sequence(field) ?? []
-            let values = items.compactMap { jsonValue($0, d) }
+            let values = items.compactMap { claimValue($0, d) }
             return values.count == items.count ? .array(values) : nil
         case .mapping:
             let entries = d.entries(field) ?? []

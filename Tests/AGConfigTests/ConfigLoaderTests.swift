@@ -360,7 +360,7 @@ import Testing
               nested: [-99999999999999999999]
               plan:
               region: ~
-              meta: {store: null, ok: 1, list: [null]}
+              meta: {store: null, ok: 1, list: [a, null]}
               spelled: "null"
 
             """)], expected: [
@@ -375,9 +375,10 @@ import Testing
             "conf/tenants/example.yaml:16: custom_claims.ratio: JSON has no infinity or NaN; quote it to send a string",
             "conf/tenants/example.yaml:17: custom_claims.huge: integer out of range (at most 19 digits); quote it to send a string",
             "conf/tenants/example.yaml:19: custom_claims.nested[0]: integer out of range (at most 19 digits); quote it to send a string",
-            "conf/tenants/example.yaml:20: custom_claims.plan: a claim needs a value (tokens omit claims without one, never send null): remove the key or give it a value",
-            "conf/tenants/example.yaml:21: custom_claims.region: a claim needs a value (tokens omit claims without one, never send null): remove the key or give it a value",
-            "conf/tenants/example.yaml:22: custom_claims.meta.store: a claim needs a value (tokens omit claims without one, never send null): remove the key or give it a value",
+            "conf/tenants/example.yaml:20: custom_claims.plan: null is not a claim value (tokens omit claims without one, never send null): remove it or give it a value",
+            "conf/tenants/example.yaml:21: custom_claims.region: null is not a claim value (tokens omit claims without one, never send null): remove it or give it a value",
+            "conf/tenants/example.yaml:22: custom_claims.meta.store: null is not a claim value (tokens omit claims without one, never send null): remove it or give it a value",
+            "conf/tenants/example.yaml:22: custom_claims.meta.list[1]: null is not a claim value (tokens omit claims without one, never send null): remove it or give it a value",
         ]),
         BadCase(name: "payload header clashing with a default claim header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development
