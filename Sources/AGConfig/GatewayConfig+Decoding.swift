@@ -94,8 +94,9 @@ extension GatewayConfig {
                     }
                 }
                 if isActive, activeIndex == nil { activeIndex = index }
-                if let kid, let file {
-                    keys.append(TokenKeyConfig(kid: kid, algorithm: algorithm, file: file, isActive: isActive))
+                if let kid, let file, let fileField = km["file"] {
+                    keys.append(TokenKeyConfig(kid: kid, algorithm: algorithm, file: file, isActive: isActive,
+                                               location: d.location(of: fileField)))
                 }
             }
             if activeIndex == nil, !items.isEmpty {
@@ -177,15 +178,19 @@ extension GatewayConfig {
                                         _ files: ReferencedFiles) -> AppAttestConfig {
         let m = sub(field, Keys.appAttest, d)
         var rootCA = files.resolve(defaultRootCAFile)
+        let rootPath = ConfigKeyPath.root.key("app_attest").key("root_ca")
+        var rootLocation = ConfigLocation(file: d.file, line: m?.line ?? 1, keyPath: rootPath.description)
         if let rootField = m?["root_ca"] {
             rootCA = files.existing(rootField, what: "root CA file") ?? rootCA
+            rootLocation = d.location(of: rootField)
         } else if let reason = ConfigFiles.unreadableReason(rootCA) {
-            d.report(line: m?.line ?? 1, path: ConfigKeyPath.root.key("app_attest").key("root_ca"),
-                     "root CA file \(ConfigDecoder.quoted(rootCA)) (the default) \(reason)")
+            d.report(line: m?.line ?? 1, path: rootPath, "root CA file \(ConfigDecoder.quoted(rootCA)) (the default) \(reason)")
         }
+        let testField = m?["test_ca"]
         return AppAttestConfig(rootCAFile: rootCA,
-                               testCAFile: m?["test_ca"].flatMap { files.existing($0, what: "test CA file") },
-                               allowTestCA: m?["allow_test_ca"].flatMap { d.bool($0) } ?? false)
+                               testCAFile: testField.flatMap { files.existing($0, what: "test CA file") },
+                               allowTestCA: m?["allow_test_ca"].flatMap { d.bool($0) } ?? false,
+                               rootCALocation: rootLocation, testCALocation: testField.map { d.location(of: $0) })
     }
 
     private static func decodeTenantsDirectory(_ top: ConfigMapping, _ d: ConfigDecoder,

@@ -138,6 +138,8 @@ public struct TokenKeyConfig: Sendable, Hashable {
     /// Resolved path of the PEM private key (checked readable, not parsed).
     public let file: String
     public let isActive: Bool
+    /// Where `file` was written, for a key that does not parse when the snapshot is built.
+    public let location: ConfigLocation
 }
 
 /// `challenge`.
@@ -243,6 +245,10 @@ public struct AppAttestConfig: Sendable, Hashable {
     public let testCAFile: String?
     /// Whether `environment: production` tenants may coexist with a test CA.
     public let allowTestCA: Bool
+    /// Where each file was named (the root CA's default: the `app_attest` section, or line 1),
+    /// for a certificate that does not parse when the snapshot is built.
+    public let rootCALocation: ConfigLocation
+    public let testCALocation: ConfigLocation?
 }
 
 /// `log.format`: one JSON object per line, or human-readable text.

@@ -13,16 +13,16 @@ final class AppAttestRoots: Sendable {
     init(_ config: AppAttestConfig) throws(ConfigError) {
         var problems: [ConfigProblem] = []
         var trusted: [X509Certificate] = []
-        for (keyPath, file) in [("app_attest.root_ca", config.rootCAFile), ("app_attest.test_ca", config.testCAFile)] {
-            guard let file else { continue }
+        let files: [(String?, ConfigLocation?)] = [(config.rootCAFile, config.rootCALocation), (config.testCAFile, config.testCALocation)]
+        for case let (file?, location?) in files {
             guard let data = FileManager.default.contents(atPath: file) else {
-                problems.append(ConfigProblem(file: file, line: nil, keyPath: keyPath, message: "cannot read the certificate file"))
+                problems.append(location.problem("certificate file \"\(file)\" cannot be read"))
                 continue
             }
             do {
                 trusted.append(try X509Certificate(pemRepresentation: String(decoding: data, as: UTF8.self)))
             } catch {
-                problems.append(ConfigProblem(file: file, line: nil, keyPath: keyPath, message: "not a PEM certificate: \(error)"))
+                problems.append(location.problem("certificate file \"\(file)\": not a PEM certificate"))
             }
         }
         guard problems.isEmpty else { throw ConfigError(problems: problems) }

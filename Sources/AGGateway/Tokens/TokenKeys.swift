@@ -17,11 +17,9 @@ final class TokenKeys: Sendable {
         var signer: JWTSigner?
         var verificationKeys: [(keyID: String, key: JWSVerificationKey)] = []
         for (index, keyConfig) in config.keys.enumerated() {
-            let problem = { (message: String) in
-                ConfigProblem(file: keyConfig.file, line: nil, keyPath: "tokens.keys[\(index)].file", message: message)
-            }
+            let problem = { (message: String) in keyConfig.location.problem("key file \"\(keyConfig.file)\": \(message)") }
             guard let data = FileManager.default.contents(atPath: keyConfig.file) else {
-                problems.append(problem("cannot read the key file"))
+                problems.append(problem("cannot be read"))
                 continue
             }
             let pem = String(decoding: data, as: UTF8.self)
@@ -32,7 +30,8 @@ final class TokenKeys: Sendable {
                 case .rs256: signingKey = .rs256(try RSAKey.PrivateKey(pemRepresentation: pem))
                 }
             } catch {
-                problems.append(problem("not a \(keyConfig.algorithm.rawValue) private key in PEM: \(error)"))
+                // OpenSSL's decoder error says nothing an operator can act on; the algorithm does.
+                problems.append(problem("not a PEM private key for \(keyConfig.algorithm.rawValue)"))
                 continue
             }
             verificationKeys.append((keyConfig.kid, signingKey.verificationKey))
