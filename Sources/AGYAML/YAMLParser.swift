@@ -24,7 +24,10 @@ private final class LibYAMLEventParser {
                             message: "could not initialize the YAML parser (out of memory)")
         }
         if let base = input.baseAddress {
-            yaml_parser_set_input_string(parser, base, input.count)
+            // A UTF-8 byte order mark (editors on Windows write one) is allowed by YAML; with the
+            // encoding set below libyaml would read it as content, so it is skipped here.
+            let bom = input.count >= 3 && input[0] == 0xEF && input[1] == 0xBB && input[2] == 0xBF ? 3 : 0
+            yaml_parser_set_input_string(parser, base + bom, input.count - bom)
         }
         yaml_parser_set_encoding(parser, YAML_UTF8_ENCODING)
     }

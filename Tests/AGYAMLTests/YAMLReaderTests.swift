@@ -27,6 +27,9 @@ import Testing
         ("outer:\n  inner: {x: [1, 2]}\n", "{outer@1:1={inner@2:3={x@2:11=[1,2]}}}"),
         ("text: |\n  line one\n  line two\n", "{text@1:1='line one\nline two\n'}"),
         ("empty:\n", "{empty@1:1=}"),
+        // A UTF-8 byte order mark before the document (allowed by YAML) is skipped; it was read
+        // as content and refused as "did not find expected <document start>".
+        ("\u{FEFF}a: 1\nb: 2\n", "{a@1:1=1,b@2:1=2}"),
     ]
 
     @Test(arguments: documents)
