@@ -211,6 +211,49 @@ extension TenantConfig {
         return UpstreamCAFile(path: path, location: d.location(of: field))
     }
 
+    /// Why no request path could ever match `prefix`, or nil. Requests are matched on their
+    /// normalized path (`ProxyPath` in AGPolicy): one `/` between segments, unreserved
+    /// characters unescaped, other escapes in upper case; a path with an encoded `/`, `\` or
+    /// NUL, a backslash, or a `.`/`..` segment before a `;` is refused. A prefix written any
+    /// other way would be accepted and never used.
+    static func unmatchableReason(_ prefix: String) -> String? {
+        if prefix.contains("//") { return "it has an empty segment (//), and request paths are matched with one / between segments" }
+        if prefix.contains("\\") { return "a request path holding a backslash is refused" }
+        let bytes = Array(prefix.utf8)
+        var index = 0
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "%") else {
+                index += 1
+                continue
+            }
+            guard index + 2 < bytes.count, let high = hexDigit(bytes[index + 1]), let low = hexDigit(bytes[index + 2]) else {
+                return "% must be followed by two hex digits"
+            }
+            let value = high << 4 | low
+            if value == 0x2F || value == 0x5C || value == 0 { return "a request path holding an encoded /, \\ or NUL is refused" }
+            if value.isASCIIUnreserved {
+                return "request paths are matched with unreserved characters unescaped (write \(Character(Unicode.Scalar(value))))"
+            }
+            if bytes[index + 1] >= UInt8(ascii: "a") || bytes[index + 2] >= UInt8(ascii: "a") {
+                return "request paths are matched with escapes in upper case"
+            }
+            index += 3
+        }
+        if prefix.split(separator: "/").contains(where: { $0.split(separator: ";", omittingEmptySubsequences: false).first.map { $0 == "." || $0 == ".." } ?? false }) {
+            return "a request path with a . or .. segment before a ; is refused"
+        }
+        return nil
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     /// A path prefix: starts with `/`, no whitespace, query or fragment, outside the gateway's own paths.
     static func decodePathPrefix(_ field: ConfigField, _ d: ConfigDecoder) -> String? {
         guard let prefix = d.string(field) else { return nil }
@@ -220,6 +263,10 @@ extension TenantConfig {
               !prefix.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
         else {
             d.report(field, "expected a path prefix starting with / (printable ASCII, no query, fragment, . or .. segments), got \(ConfigDecoder.quoted(prefix))")
+            return nil
+        }
+        if let reason = unmatchableReason(prefix) {
+            d.report(field, "no request can match \(ConfigDecoder.quoted(prefix)): \(reason)")
             return nil
         }
         var trimmed = Substring(prefix)
@@ -250,5 +297,18 @@ extension TenantConfig {
             if let prefix { routes.append(RouteConfig(prefix: prefix, auth: auth)) }
         }
         return routes
+    }
+}
+
+extension UInt8 {
+    /// RFC 3986 unreserved: ASCII letters, digits, `-`, `.`, `_`, `~`.
+    fileprivate var isASCIIUnreserved: Bool {
+        switch self {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            true
+        default:
+            false
+        }
     }
 }

@@ -118,6 +118,27 @@ import Testing
             "conf/tenants/example.yaml:4: token.ttl: must be at most 3650d (ten years)",
             "conf/tenants/example.yaml:9: platform_sso.refresh_token_ttl: must be at most 3650d (ten years)",
         ]),
+        BadCase(name: "route prefixes no request path can match (requests are matched normalized)",
+                files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            upstream: http://127.0.0.1:9000
+            routes:
+              - { prefix: "/a%2Fb/" }
+              - { prefix: "/c//d/" }
+              - { prefix: "/%65ee/" }
+              - { prefix: "/x%3a/" }
+              - { prefix: "/y%G1/" }
+              - { prefix: "/..;x/" }
+              - { prefix: "/caf%C3%A9/" }
+              - { prefix: "/v1;x=1/" }
+
+            """)], expected: [
+            #"conf/tenants/example.yaml:5: routes[0].prefix: no request can match "/a%2Fb/": a request path holding an encoded /, \ or NUL is refused"#,
+            #"conf/tenants/example.yaml:6: routes[1].prefix: no request can match "/c//d/": it has an empty segment (//), and request paths are matched with one / between segments"#,
+            #"conf/tenants/example.yaml:7: routes[2].prefix: no request can match "/%65ee/": request paths are matched with unreserved characters unescaped (write e)"#,
+            #"conf/tenants/example.yaml:8: routes[3].prefix: no request can match "/x%3a/": request paths are matched with escapes in upper case"#,
+            #"conf/tenants/example.yaml:9: routes[4].prefix: no request can match "/y%G1/": % must be followed by two hex digits"#,
+            #"conf/tenants/example.yaml:10: routes[5].prefix: no request can match "/..;x/": a request path with a . or .. segment before a ; is refused"#,
+        ]),
         BadCase(name: "bad sizes", files: [("conf/gateway.yaml", gatewayWith("server:\n  max_body_bytes: 64KB\n  max_proxy_body_bytes: 0\n"))], expected: [
             #"conf/gateway.yaml:7: server.max_body_bytes: expected a size like 1048576, 64KiB, 1MiB or 1GiB, got "64KB" (units are binary: KiB, MiB, GiB)"#,
             "conf/gateway.yaml:8: server.max_proxy_body_bytes: must be greater than zero",
