@@ -13,6 +13,34 @@ import Testing
 /// proxied. `redis.wait_replicas: 1` makes every accepted refresh survive the failover
 /// (`AG_FAULT_WAIT_REPLICAS=0` runs the same scenario without it, to measure the window).
 @Suite(.serialized, .onOwnThreads) struct ClusterFailoverTests {
+    /// A primary that hangs (SIGSTOP: its connections stay up, nothing answers) is replaced by
+    /// its replica, and the gateway follows while it still hangs: a slot-map refresh that gets
+    /// no answer asks another node next. (It asked the same node again and again: the one
+    /// serving slot 0, the first the map lists, so its tenants got 503 until it woke.)
+    @Test func aHangingPrimaryIsFollowedWhileItStillHangs() async throws {
+        let cluster = try await RedisCluster.start(nodeTimeout: 1000)
+        let victim = try #require(try cluster.owner(of: 0))
+        let replica = try #require(try cluster.replica(of: victim))
+        var teamID = TestGateway.randomTeamID()
+        while try cluster.owner(of: Int(HashSlot.slot(of: "\(teamID).com.example.app"))) != victim {
+            teamID = TestGateway.randomTeamID()
+        }
+        let url = cluster.url.description
+        let fixture = try ProxyFixture(teamID: teamID, redisURL: url, gatewayYAML: "redis:\n  url: \(url)\n  timeout: 500ms\n")
+        defer { fixture.stop() }
+        let challenge = { (try? fixture.gateway.send("GET", "/api/v1/attestation/challenge", headers: fixture.tenantHeaders))?.status }
+        #expect(try await poll(within: .seconds(10)) { challenge() == 200 }, "the tenant is served before the freeze")
+
+        cluster.pause(victim)
+        defer { cluster.resume(victim) }
+        // Asked of the replica itself: a query to the hanging node would hang too.
+        #expect(try await poll(within: .seconds(20), every: .milliseconds(100)) {
+            (try? cluster.cli(replica, ["role"]))?.hasPrefix("master") == true
+        }, "the replica was promoted")
+        #expect(try await poll(within: .seconds(10), every: .milliseconds(100)) { challenge() == 200 },
+                "the tenant is served by the promoted replica while the old primary still hangs")
+    }
+
     @Test func aKilledPrimaryUnderRefreshLoadIsFollowedWithoutARestart() async throws {
         let cluster = try await RedisCluster.start(nodeTimeout: 1000)
         let waitReplicas = Int(ProcessInfo.processInfo.environment["AG_FAULT_WAIT_REPLICAS"] ?? "") ?? 1

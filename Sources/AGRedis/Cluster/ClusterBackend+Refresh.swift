@@ -53,10 +53,14 @@ extension ClusterBackend {
         refresh.inFlight = true
         refresh.last = .now
         let serving = slots?.servingPrimaries ?? []
-        let connected = serving.first { nodes[$0]?.isConnected == true }
-            ?? nodes.first(where: { $0.value.isConnected })?.key
-        if let connected, let connection = nodes[connected] {
-            ask(connection, queried: connected.host)
+        var candidates = serving.filter { nodes[$0]?.isConnected == true }
+        if candidates.isEmpty { candidates = nodes.filter { $0.value.isConnected }.map(\.key) }
+        // After a failed refresh the next node is asked, not the same one again: a primary that
+        // hangs (frozen, or cut off without a reset) keeps its connection up, and while it alone
+        // was asked the map never learned that its replica had been promoted.
+        let chosen = candidates.isEmpty ? nil : candidates[refresh.failures % candidates.count]
+        if let chosen, let connection = nodes[chosen] {
+            ask(connection, queried: chosen.host)
         } else {
             askSeed()
         }
