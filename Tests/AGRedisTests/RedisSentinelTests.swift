@@ -76,6 +76,37 @@ import Testing
         }
     }
 
+    /// Writes reach the promoted replica while the old primary has not been demoted yet: the
+    /// client listens to every sentinel for `+promoted-slave` (from the sentinel leading the
+    /// failover, here the last one, not the one a single subscription would use) besides
+    /// `+switch-master`, which comes only when the failover ends. In this set the failover ends
+    /// within about a second, so this passed before that too; where the other replicas need a
+    /// full resync it ends seconds later, and the old primary lost every write meanwhile (6–7 s
+    /// of them in a sweep: docs/security.md, "Found later").
+    @Test func writesMoveToThePromotedReplicaBeforeTheFailoverEnds() async throws {
+        let set = try await RedisSentinelSet.start()
+        let oldPrimary = try #require(try set.masterPort())
+        try await ClientHarness.with(set.url, timeout: .milliseconds(500)) { redis in
+            let key = uniqueKey("promoted")
+            #expect(try await redis.value(["SET", key, "before"]) == .status("OK"))
+            try set.cli(set.sentinels[2], "sentinel", "failover", "agmaster")
+            var promoted: Int?
+            try await waitUntil(within: .seconds(20), "a replica promoted") {
+                promoted = try set.ports.filter { $0 != oldPrimary }.first { try set.cli($0, "role").hasPrefix("master") }
+                return promoted != nil
+            }
+            let newPrimary = try #require(promoted)
+            var value = 0
+            try await waitUntil(within: .seconds(2), "writes reach the promoted replica") {
+                value += 1
+                _ = try? await redis.send(["SET", key, "after-\(value)"]).get()
+                return try set.cli(newPrimary, "get", key) == "after-\(value)"
+            }
+            // The failover had not ended: the old primary was still one, taking writes.
+            #expect(try set.cli(oldPrimary, "role").hasPrefix("master"), "the failover ended first; nothing was measured")
+        }
+    }
+
     @Test func killedPrimaryIsReplacedWithoutStalls() async throws {
         let set = try await RedisSentinelSet.start()
         let victim = try #require(try set.masterPort())

@@ -4,12 +4,17 @@ public import AGEventLoop
 /// whenever it moves.
 ///
 /// Discovery asks the sentinels in turn (`SENTINEL get-master-addr-by-name`, no credentials),
-/// one short-lived connection each; the first address wins. A subscriber connection to one
-/// sentinel (the next one when it fails) listens on `+switch-master` and reports a failover as
-/// soon as it is announced; each time that subscription (re)connects, discovery runs again,
-/// since a switch may have been announced while it was down. Owners also ask for a discovery
-/// when their primary's connection drops or answers `READONLY`. At most one discovery runs at
-/// a time, repeated requests coalesce, and failures back off with the reconnect policy.
+/// one short-lived connection each; the first address wins. A subscriber connection to every
+/// sentinel listens on `+promoted-slave` and `+switch-master` and reports a failover as soon as
+/// either names the new primary; each time a subscription (re)connects, discovery runs again,
+/// since a switch may have been announced while it was down. `+promoted-slave` comes from the
+/// sentinel leading the failover (hence every sentinel is listened to) the moment the replica
+/// has become a primary; `+switch-master` only when the failover ends, after the other replicas
+/// have been reconfigured and resynced — seconds later, while the old primary, not yet demoted,
+/// goes on accepting writes that are lost when it is (`SENTINEL FAILOVER` lost 6–7 s of them).
+/// Owners also ask for a discovery when their primary's connection drops or answers
+/// `READONLY`. At most one discovery runs at a time, repeated requests coalesce, and failures
+/// back off with the reconnect policy.
 final class SentinelMonitor {
     let sentinels: [RedisURL.Endpoint]
     let masterName: String
@@ -21,7 +26,7 @@ final class SentinelMonitor {
     private let settings: ConnectionSettings
     private let loop: EventLoop
     private let resolver: DNSResolver
-    private var subscription: RedisConnection?
+    private var subscriptions: [RedisConnection] = []
     private var query: RedisConnection?
     private var remaining: ArraySlice<RedisURL.Endpoint> = []
     private var failures: [String] = []
@@ -46,13 +51,15 @@ final class SentinelMonitor {
 
     /// Starts watching; call once the callbacks are set.
     func start() {
-        let subscription = RedisConnection(
-            targets: sentinels, settings: settings,
-            role: .subscriber(channels: ["+switch-master"], onMessage: { [unowned self] in switched($0) }),
-            loop: loop, resolver: resolver)
-        self.subscription = subscription
-        subscription.onStateChange = { [unowned self] state in
-            if state == .connected { discover() }
+        subscriptions = sentinels.map { sentinel in
+            let subscription = RedisConnection(
+                targets: [sentinel], settings: settings,
+                role: .subscriber(channels: ["+promoted-slave", "+switch-master"], onMessage: { [unowned self] in announced($0) }),
+                loop: loop, resolver: resolver)
+            subscription.onStateChange = { [unowned self] state in
+                if state == .connected { discover() }
+            }
+            return subscription
         }
         discover()
     }
@@ -60,9 +67,9 @@ final class SentinelMonitor {
     func close() {
         closed = true
         retryTimer = nil
-        subscription?.close()
+        for subscription in subscriptions { subscription.close() }
         query?.close()
-        subscription = nil
+        subscriptions = []
         query = nil
     }
 
@@ -152,10 +159,22 @@ final class SentinelMonitor {
         return delay
     }
 
-    /// `+switch-master <name> <old-ip> <old-port> <new-ip> <new-port>`.
-    private func switched(_ message: RedisMessage) {
+    /// `+switch-master <name> <old-ip> <old-port> <new-ip> <new-port>`, or
+    /// `+promoted-slave slave <ip>:<port> <ip> <port> @ <name> <old-ip> <old-port>`.
+    private func announced(_ message: RedisMessage) {
         let parts = message.string.split(separator: " ")
-        guard parts.count == 5, parts[0] == masterName, let port = Int(parts[4]), (1...65535).contains(port) else { return }
-        onMaster?(.tcp(host: String(parts[3]), port: port))
+        let host: Substring, portText: Substring
+        switch message.channel {
+        case "+switch-master":
+            guard parts.count == 5, parts[0] == masterName else { return }
+            (host, portText) = (parts[3], parts[4])
+        case "+promoted-slave":
+            guard parts.count == 8, parts[0] == "slave", parts[4] == "@", parts[5] == masterName else { return }
+            (host, portText) = (parts[2], parts[3])
+        default:
+            return
+        }
+        guard let port = Int(portText), (1...65535).contains(port) else { return }
+        onMaster?(.tcp(host: String(host), port: port))
     }
 }
