@@ -8,8 +8,8 @@ public import AGEventLoop
 /// sentinel listens on `+promoted-slave` and `+switch-master` and reports a failover as soon as
 /// either names the new primary; each time a subscription (re)connects, discovery runs again,
 /// since a switch may have been announced while it was down. `+promoted-slave` comes from the
-/// sentinel leading the failover (hence every sentinel is listened to) the moment the replica
-/// has become a primary; `+switch-master` only when the failover ends, after the other replicas
+/// sentinel leading the failover (hence every sentinel is listened to) once it sees the replica
+/// answer as a primary (its next poll, within ~1 s); `+switch-master` only when the failover ends, after the other replicas
 /// have been reconfigured and resynced — seconds later, while the old primary, not yet demoted,
 /// goes on accepting writes that are lost when it is (`SENTINEL FAILOVER` lost 6–7 s of them).
 /// Owners also ask for a discovery when their primary's connection drops or answers
