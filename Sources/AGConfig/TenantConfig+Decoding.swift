@@ -226,12 +226,12 @@ extension TenantConfig {
                 index += 1
                 continue
             }
-            guard index + 2 < bytes.count, let high = hexDigit(bytes[index + 1]), let low = hexDigit(bytes[index + 2]) else {
+            guard index + 2 < bytes.count, let high = PercentEncoding.hexValue(bytes[index + 1]), let low = PercentEncoding.hexValue(bytes[index + 2]) else {
                 return "% must be followed by two hex digits"
             }
             let value = high << 4 | low
             if value == 0x2F || value == 0x5C || value == 0 { return "a request path holding an encoded /, \\ or NUL is refused" }
-            if value.isASCIIUnreserved {
+            if PercentEncoding.isUnreserved(value) {
                 return "request paths are matched with unreserved characters unescaped (write \(Character(Unicode.Scalar(value))))"
             }
             if bytes[index + 1] >= UInt8(ascii: "a") || bytes[index + 2] >= UInt8(ascii: "a") {
@@ -243,15 +243,6 @@ extension TenantConfig {
             return "a request path with a . or .. segment before a ; is refused"
         }
         return nil
-    }
-
-    private static func hexDigit(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     /// A path prefix: starts with `/`, no whitespace, query or fragment, outside the gateway's own paths.
@@ -300,15 +291,3 @@ extension TenantConfig {
     }
 }
 
-extension UInt8 {
-    /// RFC 3986 unreserved: ASCII letters, digits, `-`, `.`, `_`, `~`.
-    fileprivate var isASCIIUnreserved: Bool {
-        switch self {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            true
-        default:
-            false
-        }
-    }
-}

@@ -1,4 +1,5 @@
 import AGConfig
+import AGFormats
 
 /// A tenant's `routes`, ordered for longest-prefix matching; built once per snapshot.
 ///
@@ -88,14 +89,14 @@ public enum ProxyPath {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+                guard index + 2 < bytes.count, let high = PercentEncoding.hexValue(bytes[index + 1]), let low = PercentEncoding.hexValue(bytes[index + 2]) else {
                     return nil
                 }
                 let value = high << 4 | low
                 switch value {
                 case UInt8(ascii: "/"), UInt8(ascii: "\\"), 0:
                     return nil
-                case _ where isUnreserved(value):
+                case _ where PercentEncoding.isUnreserved(value):
                     decoded.append(value)
                 default:
                     // Other escapes keep their meaning; upper-case them so `%3a` and `%3A` match alike.
@@ -139,7 +140,7 @@ public enum ProxyPath {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
+               let high = PercentEncoding.hexValue(bytes[index + 1]), let low = PercentEncoding.hexValue(bytes[index + 2]) {
                 out.append(high << 4 | low)
                 index += 3
             } else {
@@ -148,25 +149,6 @@ public enum ProxyPath {
             }
         }
         return out
-    }
-
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            true
-        default:
-            false
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     private static func upperHex(_ nibble: UInt8) -> UInt8 {

@@ -1,3 +1,5 @@
+import AGFormats
+
 /// Why a form body was refused.
 public struct FormError: Error, Sendable, Equatable, CustomStringConvertible {
     public let reason: String
@@ -61,7 +63,7 @@ public struct URLEncodedForm: Sendable, Equatable {
             case UInt8(ascii: "+"):
                 decoded.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
-                guard index + 2 < range.upperBound, let upper = hexValue(bytes[index + 1]), let lower = hexValue(bytes[index + 2]) else {
+                guard index + 2 < range.upperBound, let upper = PercentEncoding.hexValue(bytes[index + 1]), let lower = PercentEncoding.hexValue(bytes[index + 2]) else {
                     throw FormError("% not followed by two hex digits")
                 }
                 decoded.append(upper << 4 | lower)
@@ -77,12 +79,4 @@ public struct URLEncodedForm: Sendable, Equatable {
         return text
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 }
