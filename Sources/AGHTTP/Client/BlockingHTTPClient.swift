@@ -47,20 +47,7 @@ public final class BlockingHTTPClient {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         var retried = false
         while true {
-            let reused: Bool
-            let current: TCPConnection
-            if let open = connection, open.isReusable {
-                current = open
-                reused = true
-            } else {
-                connection = nil
-                current = try TCPConnection(ipv4: endpoint.ipv4, port: endpoint.port, deadline: deadline)
-                connectionsOpened += 1
-                connection = current
-                reused = false
-            }
-            buffer.removeAll(keepingCapacity: true)
-            readOffset = 0
+            let (current, reused) = try freshExchange(deadline: deadline)
             var sent = false
             do {
                 try current.send(message, deadline: deadline)
@@ -89,23 +76,33 @@ public final class BlockingHTTPClient {
         let message = try Self.serialize(method: method, path: path, headers: headers, body: body,
                                          hostHeader: endpoint.hostHeader)
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        let current: TCPConnection
-        if let open = connection, open.isReusable {
-            current = open
-        } else {
-            connection = nil
-            current = try TCPConnection(ipv4: endpoint.ipv4, port: endpoint.port, deadline: deadline)
-            connectionsOpened += 1
-            connection = current
-        }
-        buffer.removeAll(keepingCapacity: true)
-        readOffset = 0
+        let (current, _) = try freshExchange(deadline: deadline)
         do {
             try current.send(message, deadline: deadline)
         } catch {
             connection = nil
             throw error
         }
+    }
+
+    /// The kept-alive connection when it is still reusable, else a new one; the read buffer
+    /// emptied for the answer to come. `reused` says which.
+    private func freshExchange(deadline: ContinuousClock.Instant) throws(HTTPClientError) -> (connection: TCPConnection, reused: Bool) {
+        let current: TCPConnection
+        let reused: Bool
+        if let open = connection, open.isReusable {
+            current = open
+            reused = true
+        } else {
+            connection = nil
+            current = try TCPConnection(ipv4: endpoint.ipv4, port: endpoint.port, deadline: deadline)
+            connectionsOpened += 1
+            connection = current
+            reused = false
+        }
+        buffer.removeAll(keepingCapacity: true)
+        readOffset = 0
+        return (current, reused)
     }
 
     /// The open connection's socket (to wait on with `poll`), nil when none is open.
