@@ -201,4 +201,28 @@ struct RateLimitEndToEndTests {
         let list = try a.admin("GET", "/admin/v1/tenants")
         #expect((list.json["tenants"] as? [[String: Any]])?.first?["appId"] as? String == appID)
     }
+
+    /// A file tier gets a subset of its numbers by PUT; the next PUT replaces the earlier runtime
+    /// numbers, so a number it leaves out is the file's again (README, admin API).
+    @Test func aPartialTierPutReplacesTheEarlierRuntimeNumbers() throws {
+        let tier = "ft-\(teamID.lowercased())"
+        let a = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, tier: tier)],
+                                gatewayYAML: "tiers:\n  \(tier): { attest: 10, challenge: 20, api: 30, mad_limit: 40 }\n")
+        defer { a.stop() }
+        func numbers(_ response: TestResponse) -> [String: Int] {
+            var out = [String: Int]()
+            let limits = response.json["limits"] as? [String: Any] ?? [:]
+            for name in ["attest", "challenge", "api", "mad_limit"] { out[name] = limits[name] as? Int }
+            return out
+        }
+        let first = try a.admin("PUT", "/admin/v1/tiers/\(tier)", json: #"{"challenge": 7}"#)
+        #expect(first.status == 200)
+        #expect(numbers(first) == ["attest": 10, "challenge": 7, "api": 30, "mad_limit": 40])
+        #expect(try a.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "7")
+
+        let second = try a.admin("PUT", "/admin/v1/tiers/\(tier)", json: #"{"api": 5}"#)
+        #expect(second.status == 200)
+        #expect(numbers(second) == ["attest": 10, "challenge": 20, "api": 5, "mad_limit": 40], "challenge is the file's again")
+        #expect(try a.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "20")
+    }
 }
