@@ -7,19 +7,24 @@ import AGRedis
 /// lifetime so an expired or used challenge stays distinguishable from one never issued.
 ///
 /// The route's rate limits are taken here, like the refresh's `attest` bucket in its prepare
-/// script: the buckets under the tenant's hash tag inside the issuing script, the others (the
-/// client IP's, another cluster slot) by one `RateLimitScript` call each, sent beside it. Two
-/// round trips in one write instead of three, and all or nothing: when any bucket refuses (or
-/// a call fails), what the others took is given back and an issued challenge deleted.
+/// script. On one Redis server (standalone or Sentinel) every bucket, the client IP's too, is
+/// taken inside the issuing script: one round trip, all or nothing. In a cluster a script may
+/// only touch its own slot, so the buckets under the tenant's hash tag go into the issuing
+/// script and the others (the client IP's) into one `RateLimitScript` call each, sent beside
+/// it: two round trips in one write, and still all or nothing — when any bucket refuses (or a
+/// call fails), what the others took is given back and an issued challenge deleted.
 final class RedisChallengeStore: ChallengeIssuer {
     private let redis: RedisClient
     private let time: any TimeSource
     private let random: SecureRandomBuffer
+    /// Every key lives on one server, so a script may touch any of them.
+    private let oneServer: Bool
 
     init(redis: RedisClient, time: any TimeSource, random: SecureRandomBuffer) {
         self.redis = redis
         self.time = time
         self.random = random
+        if case .cluster = redis.url.topology { oneServer = false } else { oneServer = true }
     }
 
     /// A new random challenge: 32 bytes from OpenSSL's CSPRNG (the worker's block of it),
@@ -41,8 +46,8 @@ final class RedisChallengeStore: ChallengeIssuer {
         let challenge = Self.newChallenge(using: random)
         let challengeKey = RedisDeviceStore.challengeKey(tenant, challenge)
         let now = time.nowMicroseconds
-        let inline = buckets.indices.filter { buckets[$0].key.hasPrefix(tenant.keyPrefix) }
-        let outside = buckets.indices.filter { !buckets[$0].key.hasPrefix(tenant.keyPrefix) }
+        let inline = oneServer ? Array(buckets.indices) : buckets.indices.filter { buckets[$0].key.hasPrefix(tenant.keyPrefix) }
+        let outside = oneServer ? [] : buckets.indices.filter { !buckets[$0].key.hasPrefix(tenant.keyPrefix) }
         var issued: (decided: (allowed: Bool, decisions: [TokenBucket.Decision]), at: Int64)?
         var others: [(allowed: Bool, decisions: [TokenBucket.Decision])?] = Array(repeating: nil, count: outside.count)
         var failure: String?

@@ -108,11 +108,12 @@ public enum DeviceScripts {
         return now
         """)
 
-    /// `GET …/challenge` in one round trip for its tenant: takes a token from each bucket in the
-    /// challenge's slot (the tenant `challenge` bucket; `RateLimitScript`'s maths, all or
-    /// none), and only when they all had one stores the challenge as `issueChallenge` does. A
-    /// refused request writes nothing. Buckets of other slots (the client IP's) are taken by
-    /// their own call beside it; when one of those refuses, `withdrawChallenge` undoes this.
+    /// `GET …/challenge` in one round trip for its tenant: takes a token from each bucket given
+    /// (`RateLimitScript`'s maths, all or none) — on one Redis server all of the route's, in a
+    /// cluster those in the challenge's slot (the tenant `challenge` bucket) — and only when
+    /// they all had one stores the challenge as `issueChallenge` does. A refused request writes
+    /// nothing. In a cluster the buckets of other slots (the client IP's) are taken by their own
+    /// call beside it; when one of those refuses, `withdrawChallenge` undoes this.
     ///
     /// KEYS: challenge, then the buckets. ARGV: now, keep ms (twice the ttl), then each
     /// bucket's limit per minute. Reply: `{bucket reply (see RateLimitScript), issued}` where
