@@ -387,6 +387,38 @@ import Testing
         #expect(proxy.waitForOutcomes(2).last == .failed(.connectionReset))
     }
 
+    /// The upstream may have read the request and acted on it before it closed: a request that
+    /// is not idempotent is never sent twice, even with no body (RFC 9110 section 9.2.2), while
+    /// PUT and DELETE are (found by an independent sweep: a bodiless POST ran twice upstream).
+    @Test(arguments: [("POST", false), ("PATCH", false), ("PUT", true), ("DELETE", true)])
+    func onlyIdempotentRequestsAreRetried(method: String, retried: Bool) throws {
+        let upstream = try ScriptedUpstream { connection, index in
+            guard index == 0 else {
+                ScriptedUpstream.keepAliveResponder(connection)
+                return
+            }
+            guard ScriptedUpstream.readRequest(connection) != nil else { return }
+            connection.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
+            // Reads the next request in full, then goes away without answering it.
+            _ = ScriptedUpstream.readRequest(connection)
+        }
+        defer { upstream.stop() }
+        let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
+        defer { proxy.stop() }
+
+        let client = proxy.connect()
+        #expect(client.exchange("GET", "/one")?.text == "first")
+        let second = try #require(client.exchange(method, "/two", headers: [("Content-Length", "0")]))
+        #expect(second.status == (retried ? 200 : 502))
+        #expect(upstream.accepted == (retried ? 2 : 1))
+        let outcome = proxy.waitForOutcomes(2).last
+        if retried {
+            #expect(outcome.map(Self.completedStatus) == 200)
+        } else {
+            #expect(outcome == .failed(.connectionReset))
+        }
+    }
+
     // MARK: Failures before the response
 
     @Test func upstreamDownIsConnectFailed() throws {

@@ -239,10 +239,21 @@ final class UpstreamExchange {
     }
 
     /// A pooled connection the upstream closed while idle, detected only after we wrote to it.
-    /// Retrying is safe only if the upstream sent nothing back and the client's body can still
-    /// be sent in full (none of it was consumed).
+    /// The close cannot be told from an upstream that read the request, acted on it and then
+    /// went away, so only an idempotent request is sent again (RFC 9110 section 9.2.2: "A proxy
+    /// MUST NOT automatically retry non-idempotent requests"; nginx and HAProxy answer 502 too),
+    /// and only if the upstream sent nothing back and the client's body can still be sent in
+    /// full (none of it was consumed).
     private func canRetry(_ connection: UpstreamConnection) -> Bool {
-        connection.reused && !retried && !responseBytesSeen && bodyBytesSent == 0
+        connection.reused && !retried && !responseBytesSeen && bodyBytesSent == 0 && Self.isIdempotent(request.method)
+    }
+
+    /// RFC 9110 section 9.2.2: the safe methods, PUT and DELETE.
+    static func isIdempotent(_ method: String) -> Bool {
+        switch method {
+        case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE": true
+        default: false
+        }
     }
 
     private func retry() {
