@@ -158,6 +158,13 @@ struct HTTPHeadParserTests {
         }
         #expect(throws: HTTPParseError.self) { _ = try response("HTTP/1.1 2000 OK\r\n\r\n") }
         #expect(throws: HTTPParseError.self) { _ = try response("HTTP/1.1 20 OK\r\n\r\n") }
+        // RFC 9110 section 15: codes outside 100...599 are invalid; "099" would have been
+        // forwarded as a two-digit "99" (independent sweep).
+        for status in ["000", "099", "600", "999"] {
+            #expect(throws: HTTPParseError.self, "\(status)") { _ = try response("HTTP/1.1 \(status) Weird\r\n\r\n") }
+        }
+        #expect(try response("HTTP/1.1 100 Continue\r\n\r\n").status == 100)
+        #expect(try response("HTTP/1.1 599 Edge\r\n\r\n").status == 599)
         #expect(throws: HTTPParseError.self) { _ = try response("SIP/2.0 200 OK\r\n\r\n") }
     }
 

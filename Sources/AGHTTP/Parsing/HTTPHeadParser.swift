@@ -128,6 +128,8 @@ public enum HTTPHeadParser {
         }
         var status = 0
         for index in code { status = status * 10 + Int(bytes[index] - 0x30) }
+        // RFC 9110 section 15: three digits, 100 to 599; anything else is not a status to relay.
+        guard (100...599).contains(status) else { throw .malformed("status code \(status) outside 100-599") }
         let reason = line.count > 13 ? (start + 13)..<line.upperBound : line.upperBound..<line.upperBound
         let clean = all(bytes, reason, isFieldValueByte)
         let headers = try parseFields(storage, &lines, into: &fieldList)
