@@ -60,14 +60,18 @@ import Testing
             ("Connection", "keep-alive, X-Private, Upgrade"), ("Keep-Alive", "timeout=5"), ("X-Private", "secret"),
             ("Proxy-Connection", "keep-alive"), ("TE", "trailers"), ("Trailer", "X-Sum"), ("Upgrade", "websocket"),
             ("Transfer-Encoding", "chunked"), ("Proxy-Authorization", "Basic x"), ("Content-Type", "text/plain"),
+            // `Proxy` (httpoxy: a CGI upstream's HTTP_PROXY) and any `Proxy-*`, as the README says.
+            ("Proxy", "http://evil.example:3128"), ("PROXY-Foo", "bar"), ("Proxyish", "kept"), ("Proxy_X", "kept"),
         ])
         let out = ForwardHeaders.request(inbound, policy: Self.policy, hop: Self.hop, injected: [])
         let names = Set(out.fields.map { $0.name.lowercased() })
         for removed in ["connection", "keep-alive", "x-private", "proxy-connection", "te", "trailer", "upgrade",
-                        "transfer-encoding", "proxy-authorization"] {
+                        "transfer-encoding", "proxy-authorization", "proxy", "proxy-foo"] {
             #expect(!names.contains(removed), "\(removed)")
         }
         #expect(out["Content-Type"] == "text/plain")
+        #expect(out["Proxyish"] == "kept")
+        #expect(out["Proxy_X"] == "kept")
     }
 
     struct ForwardedCase: Sendable, CustomTestStringConvertible {
@@ -158,7 +162,7 @@ import Testing
         var headers = HTTPHeaders([
             ("Connection", "X-Hop"), ("X-Hop", "1"), ("Keep-Alive", "timeout=5"), ("Upgrade", "h2c"), ("Trailer", "X-Sum"),
             ("Proxy-Authenticate", "Basic"), ("X-Request-ID", "upstream-id"), ("X-Custom", "kept"), ("Set-Cookie", "a=1"),
-            ("Set-Cookie", "b=2"), ("X-RateLimit-Limit", "upstream"),
+            ("Set-Cookie", "b=2"), ("X-RateLimit-Limit", "upstream"), ("Proxy-Status", "inner"), ("proxy", "x"),
         ])
         ForwardHeaders.filterResponse(&headers, requestID: "req-1", extra: HTTPHeaders([("X-RateLimit-Limit", "600")]))
         #expect(headers["X-Hop"] == nil)
@@ -166,6 +170,8 @@ import Testing
         #expect(headers["Upgrade"] == nil)
         #expect(headers["Trailer"] == nil)
         #expect(headers["Proxy-Authenticate"] == nil)
+        #expect(headers["Proxy-Status"] == nil)
+        #expect(headers["Proxy"] == nil)
         #expect(headers.values("X-Request-ID") == ["req-1"])
         #expect(headers["X-Custom"] == "kept")
         #expect(headers.values("Set-Cookie") == ["a=1", "b=2"])

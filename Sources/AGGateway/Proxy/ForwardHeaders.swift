@@ -99,8 +99,7 @@ enum ForwardHeaders {
     /// Removed: hop-by-hop fields (RFC 9110 section 7.6.1: `Connection` and every field it
     /// names, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Transfer-Encoding`,
     /// `Upgrade`), the framing and expectation fields the pool writes for itself
-    /// (`Content-Length`, `Expect`) and `Proxy-Authorization` (credentials meant for this
-    /// hop); every spoofable name (`ForwardHeaderPolicy.isSpoofable`); the token header unless
+    /// (`Content-Length`, `Expect`), `Proxy` and every `Proxy-*` field (`isProxyField`); every spoofable name (`ForwardHeaderPolicy.isSpoofable`); the token header unless
     /// the tenant forwards it; `Host`, `X-Forwarded-*`, `Forwarded` and `X-Request-ID`, which
     /// the gateway sets (lookalikes with `_` included).
     /// Added, replacing and never appending: `Host`, `X-Forwarded-For` (the client's chain
@@ -146,7 +145,7 @@ enum ForwardHeaders {
                 break
             }
             if isHopByHop(field.name) || field.name == .contentLength || field.name == .expect
-                || isListed(field, options, inbound) { continue }
+                || isProxyField(field, inbound) || isListed(field, options, inbound) { continue }
             writer.appendField(field, of: inbound)
         }
         writer.appendField(.host, policy.upstreamHost)
@@ -187,14 +186,14 @@ enum ForwardHeaders {
 
     /// Writes an upstream response's fields for the client: hop-by-hop fields and the framing
     /// fields go (the server writes its own framing), the fields `Connection` lists go,
-    /// `Proxy-Authenticate` goes, `X-Request-ID` becomes the gateway's, the `api` decision's
+    /// `Proxy` and `Proxy-*` go, `X-Request-ID` becomes the gateway's, the `api` decision's
     /// `X-RateLimit-*` (`rateLimit`) and `extra` replace any of those names the upstream sent.
     static func response(_ head: HTTPResponseHead, requestID: RequestIdentifier, extra: HTTPHeaders,
                          rateLimit: TokenBucket.Decision? = nil, into writer: inout HTTPHeadWriter) {
         let fields = head.headers
         let options = connectionOptions(fields)
         for field in fields {
-            if isHopByHop(field.name) || field.name.isHopControl || field.name == .proxyAuthenticate
+            if isHopByHop(field.name) || field.name.isHopControl || isProxyField(field, fields)
                 || field.name == .xRequestID || isListed(field, options, fields) {
                 continue
             }
@@ -226,6 +225,16 @@ enum ForwardHeaders {
         guard count == 17 || count == 21 else { return false }
         for name in rateLimitNames where fields.equalsIgnoringCase(field.nameRange, name) { return true }
         return false
+    }
+
+    /// `Proxy` and every `Proxy-*` field, either way: credentials and options meant for a proxy
+    /// hop (`Proxy-Authorization`, `Proxy-Authenticate`, `Proxy-Connection`), and `Proxy`, which
+    /// CGI-style upstreams turn into `HTTP_PROXY`, their own outbound proxy ("httpoxy"). Two
+    /// byte tests decide for almost every other name.
+    static func isProxyField(_ field: HTTPField, _ fields: HTTPFields) -> Bool {
+        let name = field.nameRange
+        guard name.count >= 5, name.count == 5 || fields.storage[name.lowerBound + 5] == UInt8(ascii: "-") else { return false }
+        return fields.equalsIgnoringCase(name.lowerBound..<(name.lowerBound + 5), "proxy" as StaticString)
     }
 
     /// Hop-by-hop fields by name (RFC 9110 section 7.6.1), plus `Proxy-Authorization`,
