@@ -258,6 +258,23 @@ import Testing
         #expect(admin.tokenEnvironmentVariable == "ATTESTGATE_ADMIN_TOKEN")
     }
 
+    /// A tenant without routes keeps what attestation uses (token audience and lifetime,
+    /// custom claims, Platform SSO); proxy keys with no value are no settings at all.
+    @Test func tenantWithoutRoutesKeepsItsTokenSettings() throws {
+        let (_, config) = try Self.loadMinimal(tenant: ConfigFixture.minimalTenant + """
+            token: { audience: my-api, ttl: 10m, header: ~ }
+            custom_claims: { plan: pro }
+            upstream: ~
+            forward: {}
+            routes: []
+            platform_sso: { path_prefix: /psso, client_id: c1, audience: [https://idp.example.com/psso/token] }
+
+            """)
+        let t = try #require(config.tenants.tenant(appID: "ABCDE12345.com.example.app"))
+        #expect(t.token == TenantTokenConfig(audience: "my-api", ttl: .seconds(600), header: "Authorization"))
+        #expect(t.upstream == nil && t.routes.isEmpty && t.platformSSO != nil)
+    }
+
     @Test func checkAcceptsTheConfigurationDirectory() throws {
         let fixture = try ConfigFixture()
         #expect(ConfigLoader.check(path: fixture.root + "/conf") == [])

@@ -50,6 +50,9 @@ import Testing
 
     static func gatewayWith(_ extra: String) -> String { ConfigFixture.minimalGateway + extra }
 
+    /// A route and its upstream, for the end of a tenant file whose proxy keys are under test.
+    static let routesLast = "upstream: http://127.0.0.1:9000\nroutes: [{ prefix: /api/ }]\n"
+
     static let badCases: [BadCase] = [
         BadCase(name: "unknown key", files: [("conf/gateway.yaml", gatewayWith("server:\n  listn: 0.0.0.0:80\n"))], expected: [
             "conf/gateway.yaml:7: server.listn: unknown key (did you mean listen?); allowed keys: listen, workers, max_body_bytes, max_proxy_body_bytes, timeouts, shutdown_grace, trusted_proxies, tls",
@@ -172,13 +175,13 @@ import Testing
         BadCase(name: "upstream keep-alive with a unit", files: [("conf/gateway.yaml", gatewayWith("proxy:\n  upstream_keepalive: 64 conns\n"))],
                 expected: [#"conf/gateway.yaml:7: proxy.upstream_keepalive: expected an integer, got "64 conns""#]),
         BadCase(name: "upstream_ca beside a plain upstream, or missing", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant
-            + "upstream: http://api.example.com\nupstream_ca: ../Apple_App_Attestation_Root_CA.pem\n"),
+            + "upstream: http://api.example.com\nupstream_ca: ../Apple_App_Attestation_Root_CA.pem\nroutes: [{ prefix: /api/ }]\n"),
                                                     ("conf/tenants/other.yaml", "team_id: OTHER12345\nbundle_id: com.example.other\n"
-            + "upstream: https://api.example.com\nupstream_ca: missing-ca.pem\n")], expected: [
+            + "upstream: https://api.example.com\nupstream_ca: missing-ca.pem\nroutes: [{ prefix: /api/ }]\n")], expected: [
             #"conf/tenants/example.yaml:4: upstream_ca: upstream_ca applies to https:// upstreams only; "http://api.example.com:80" is plain http"#,
             #"conf/tenants/other.yaml:4: upstream_ca: CA file "conf/tenants/missing-ca.pem" does not exist"#,
         ]),
-        BadCase(name: "malformed upstream", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: http://api.example.com:http/x?y\n")], expected: [
+        BadCase(name: "malformed upstream", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: http://api.example.com:http/x?y\nroutes: [{ prefix: /api/ }]\n")], expected: [
             #"conf/tenants/example.yaml:3: upstream: expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name), got "http://api.example.com:http/x?y""#,
         ]),
         BadCase(name: "bad resolver", files: [("conf/gateway.yaml", gatewayWith("resolver:\n  nameservers: [10.0.0.2, dns.internal, \"10.0.0.2:0\"]\n  timeout: 0s\n"))], expected: [
@@ -354,7 +357,7 @@ import Testing
             token:
               header: "X-Attest-Token"
               ttl: 0s
-
+            \(routesLast)
             """)], expected: [
             #"conf/tenants/example.yaml:1: team_id: expected 10 uppercase letters or digits (an Apple team ID), got "abcde12345""#,
             #"conf/tenants/example.yaml:2: bundle_id: expected a reverse-DNS bundle ID like com.example.app (letters, digits, - in dot-separated parts), got "com..app""#,
@@ -383,7 +386,7 @@ import Testing
               region: ~
               meta: {store: null, ok: 1, list: [a, null]}
               spelled: "null"
-
+            \(routesLast)
             """)], expected: [
             #"conf/tenants/example.yaml:7: forward.claims.subjct: unknown claim "subjct"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
             #"conf/tenants/example.yaml:8: forward.claims.sub.x: unknown claim "sub.x"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
@@ -405,7 +408,7 @@ import Testing
             environment: development
             forward:
               payload_header: x-attest-key_id
-
+            \(routesLast)
             """)], expected: [
             "conf/tenants/example.yaml:5: forward.payload_header: header x-attest-key_id is already used by the default forward.claims.sub",
         ]),
@@ -413,9 +416,33 @@ import Testing
             environment: development
             forward:
               claims: { sub: X-Attest-Claims }
-
+            \(routesLast)
             """)], expected: [
             "conf/tenants/example.yaml:5: forward.claims.sub: header X-Attest-Claims is already used by the default forward.payload_header",
+        ]),
+        BadCase(name: "proxy keys without routes", files: [
+            ("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+                environment: development
+                token: { audience: my-api, header: X-App-Token }
+                upstream: https://127.0.0.1:9443
+                upstream_ca: ../Apple_App_Attestation_Root_CA.pem
+                forward:
+                  claims: { sub: X-Device }
+                  payload_header: X-Claims
+                  forward_authorization: true
+
+                """),
+            ("conf/tenants/empty-routes.yaml", "team_id: ABCDE12345\nbundle_id: com.example.other\nenvironment: development\n"
+                + "upstream: http://127.0.0.1:9000\nroutes: []\nforward: { payload_header: ~ }\n"),
+        ], expected: [
+            "conf/tenants/empty-routes.yaml:4: upstream: has no effect without routes; add routes or remove it",
+            "conf/tenants/empty-routes.yaml:6: forward.payload_header: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:4: token.header: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:5: upstream: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:6: upstream_ca: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:8: forward.claims: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:9: forward.payload_header: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:10: forward.forward_authorization: has no effect without routes; add routes or remove it",
         ]),
         BadCase(name: "bad platform SSO", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development

@@ -65,6 +65,21 @@ struct ReloadAndSignalTests {
         #expect((fixed.json["generation"] as? Int ?? 0) > 1)
     }
 
+    /// Reload reads the files with the loader check-config and start use: a proxy key in a
+    /// tenant without routes is refused with its line, and the tenant in force stays.
+    @Test func aProxyKeyWithoutRoutesIsRefusedByReload() throws {
+        let teamID = TestGateway.randomTeamID()
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])
+        defer { gateway.stop() }
+        try gateway.writeTenant("a.yaml", TestGateway.tenantYAML(teamID: teamID, extra: "upstream: http://127.0.0.1:9\n"))
+        let reload = try gateway.admin("POST", "/admin/v1/reload")
+        #expect(reload.status == 400)
+        #expect(reload.code == "config_invalid")
+        #expect(reload.json["hint"] as? String
+            == gateway.directory + "/tenants/a.yaml:5: upstream: has no effect without routes; add routes or remove it")
+        #expect(try challenge(gateway, teamID: teamID).status == 200)
+    }
+
     @Test func removingATenantFileStopsServingIt() throws {
         let keep = TestGateway.randomTeamID()
         let drop = TestGateway.randomTeamID()
