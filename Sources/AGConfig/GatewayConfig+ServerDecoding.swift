@@ -62,6 +62,10 @@ extension GatewayConfig {
             d.report(field, "expected host:port (IPv6 in brackets, e.g. [::]:8080), got \(ConfigDecoder.quoted(text))")
             return nil
         }
+        guard address.boundAddress != nil else {
+            d.report(field, "expected an IP address or localhost as host (a listener binds an address, not a name), got \(ConfigDecoder.quoted(text))")
+            return nil
+        }
         return address
     }
 

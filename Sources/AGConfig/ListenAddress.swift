@@ -16,4 +16,11 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { HostName.authority(host: host, port: port) }
+
+    /// The address the listening socket is bound to (`ListeningSocket.bind` in AGHTTP):
+    /// `localhost` is 127.0.0.1 and an IPv4-mapped IPv6 address its IPv4 one; `nil` for any
+    /// other host name, which `bind` refuses.
+    public var boundAddress: IPAddress? {
+        host == "localhost" ? .v4(0x7F00_0001) : IPAddress(host)?.unmappingIPv4
+    }
 }

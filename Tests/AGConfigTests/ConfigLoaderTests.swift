@@ -150,6 +150,11 @@ import Testing
             #"conf/gateway.yaml:7: server.listen: expected host:port (IPv6 in brackets, e.g. [::]:8080), got "::1:8080""#,
             #"conf/gateway.yaml:9: admin.listen: expected host:port (IPv6 in brackets, e.g. [::]:8080), got "localhost:99999""#,
         ]),
+        BadCase(name: "listener at a host name", files: [
+            ("conf/gateway.yaml", gatewayWith("admin:\n  listen: gw.example.com:9901\n")),
+        ], expected: [
+            #"conf/gateway.yaml:7: admin.listen: expected an IP address or localhost as host (a listener binds an address, not a name), got "gw.example.com:9901""#,
+        ]),
         BadCase(name: "bad CIDRs", files: [("conf/gateway.yaml", gatewayWith("server:\n  trusted_proxies: [10.0.0.1/8, 300.1.1.1, \"fd00::/129\", 10.0.0.0/8]\n"))], expected: [
             #"conf/gateway.yaml:7: server.trusted_proxies[0]: "10.0.0.1/8" has host bits set; did you mean 10.0.0.0/8?"#,
             #"conf/gateway.yaml:7: server.trusted_proxies[1]: expected an IPv4 or IPv6 address or CIDR block like 10.0.0.0/8 or fd00::/8, got "300.1.1.1""#,
