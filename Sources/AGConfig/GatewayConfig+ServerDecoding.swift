@@ -4,8 +4,7 @@ import AGRedis
 /// The `server`, `admin` and `redis` sections: listeners, timeouts, TLS files, the admin token
 /// and the Redis URL with its deadlines.
 extension GatewayConfig {
-    static func decodeServer(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> ServerConfig {
-        let m = sub(field, Keys.server, d)
+    static func decodeServer(_ m: ConfigMapping?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> ServerConfig {
         let timeouts = sub(m?["timeouts"], Keys.timeouts, d)
         func timeout(_ key: String, _ fallback: Duration) -> Duration {
             timeouts?[key].flatMap { d.duration($0) } ?? fallback
@@ -69,8 +68,24 @@ extension GatewayConfig {
         return address
     }
 
-    static func decodeAdmin(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> AdminConfig {
-        let m = sub(field, Keys.admin, d)
+    /// The public and admin listeners are bound side by side at start; two that would take the
+    /// same port on one address failed there with "Address already in use". Refused here
+    /// instead, at the written one of the two (`admin.listen` when both are).
+    static func refuseSharedListenPort(server: ListenAddress, _ serverSection: ConfigMapping?,
+                                       admin: ListenAddress, _ adminSection: ConfigMapping?, _ d: ConfigDecoder) {
+        // A refused address stands in as its default: a clash of that default is not in the file.
+        guard !d.problems.contains(where: { $0.keyPath == "server.listen" || $0.keyPath == "admin.listen" }),
+              let reason = server.clash(with: admin) else { return }
+        let serverField = serverSection?["listen"], adminField = adminSection?["listen"]
+        guard let field = adminField ?? serverField else { return }
+        let (address, otherKey, other, otherField) = adminField != nil
+            ? (admin, "server.listen", server, serverField) : (server, "admin.listen", admin, adminField)
+        let written = otherField.map { "line \($0.line)" } ?? "the default"
+        d.report(field, "\(ConfigDecoder.quoted(address.description)) overlaps \(otherKey) \(ConfigDecoder.quoted(other.description)) "
+                 + "(\(written)): \(reason); give each listener a port of its own")
+    }
+
+    static func decodeAdmin(_ m: ConfigMapping?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> AdminConfig {
         let tokenEnv = m?["token_env"].flatMap { field -> String? in
             guard let name = d.string(field) else { return nil }
             guard name.first.map({ !$0.isNumber }) == true,

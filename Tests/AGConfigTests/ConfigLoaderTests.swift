@@ -150,6 +150,31 @@ import Testing
             #"conf/gateway.yaml:7: server.listen: expected host:port (IPv6 in brackets, e.g. [::]:8080), got "::1:8080""#,
             #"conf/gateway.yaml:9: admin.listen: expected host:port (IPv6 in brackets, e.g. [::]:8080), got "localhost:99999""#,
         ]),
+        BadCase(name: "admin listener on the public listener's address", files: [
+            ("conf/gateway.yaml", gatewayWith("server:\n  listen: \"127.0.0.1:8080\"\nadmin:\n  listen: \"127.0.0.1:8080\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:9: admin.listen: "127.0.0.1:8080" overlaps server.listen "127.0.0.1:8080" (line 7): both bind 127.0.0.1:8080; give each listener a port of its own"#,
+        ]),
+        BadCase(name: "admin listener under the public wildcard", files: [
+            ("conf/gateway.yaml", gatewayWith("server:\n  listen: \"0.0.0.0:9000\"\nadmin:\n  listen: localhost:9000\n")),
+        ], expected: [
+            #"conf/gateway.yaml:9: admin.listen: "localhost:9000" overlaps server.listen "0.0.0.0:9000" (line 7): 0.0.0.0 takes port 9000 on every IPv4 address; give each listener a port of its own"#,
+        ]),
+        BadCase(name: "IPv6 wildcard beside an IPv4 listener", files: [
+            ("conf/gateway.yaml", gatewayWith("server:\n  listen: \"[::]:8443\"\nadmin:\n  listen: \"10.0.0.5:8443\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:9: admin.listen: "10.0.0.5:8443" overlaps server.listen "[::]:8443" (line 7): [::] takes port 8443 on every address, IPv4 included; give each listener a port of its own"#,
+        ]),
+        BadCase(name: "public listener on the default admin port", files: [
+            ("conf/gateway.yaml", gatewayWith("server:\n  listen: \"0.0.0.0:9901\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:7: server.listen: "0.0.0.0:9901" overlaps admin.listen "127.0.0.1:9901" (the default): 0.0.0.0 takes port 9901 on every IPv4 address; give each listener a port of its own"#,
+        ]),
+        BadCase(name: "admin listener on the default public port", files: [
+            ("conf/gateway.yaml", gatewayWith("admin:\n  listen: \"[::]:8080\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:7: admin.listen: "[::]:8080" overlaps server.listen "0.0.0.0:8080" (the default): [::] takes port 8080 on every address, IPv4 included; give each listener a port of its own"#,
+        ]),
         BadCase(name: "listener at a host name", files: [
             ("conf/gateway.yaml", gatewayWith("admin:\n  listen: gw.example.com:9901\n")),
         ], expected: [
