@@ -96,17 +96,28 @@ extension GatewayConfig {
             }
             return name
         }
+        // Without a token the admin API answers every call 401, /metrics and reload included.
+        let noToken = "holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"
         var tokenFile: String?
         if let fileField = m?["token_file"] {
-            // With token_env as an alternative source, the file may legitimately be absent.
-            tokenFile = tokenEnv == nil
-                ? files.existing(fileField, what: "admin token file")
-                : d.string(fileField).map { files.resolve($0) }
+            // With token_env as an alternative source, the file may legitimately be absent or
+            // empty: the variable is read when serving.
+            if tokenEnv == nil {
+                tokenFile = files.existing(fileField, what: "admin token file")
+                if let file = tokenFile, AdminConfig.token(inFile: file) == nil {
+                    d.report(fileField, "admin token file \(ConfigDecoder.quoted(file)) \(noToken)")
+                }
+            } else {
+                tokenFile = d.string(fileField).map { files.resolve($0) }
+            }
         } else if m?.raw("token_env") == nil {
             let defaultFile = files.resolve(defaultAdminTokenFile)
+            let path = ConfigKeyPath.root.key("admin").key("token_file")
             if let reason = ConfigFiles.unreadableReason(defaultFile) {
-                d.report(line: m?.line ?? 1, path: ConfigKeyPath.root.key("admin").key("token_file"),
+                d.report(line: m?.line ?? 1, path: path,
                          "admin token file \(ConfigDecoder.quoted(defaultFile)) (the default) \(reason); create it or set admin.token_file or admin.token_env")
+            } else if AdminConfig.token(inFile: defaultFile) == nil {
+                d.report(line: m?.line ?? 1, path: path, "admin token file \(ConfigDecoder.quoted(defaultFile)) (the default) \(noToken)")
             }
             tokenFile = defaultFile
         }

@@ -258,6 +258,15 @@ import Testing
         #expect(admin.tokenEnvironmentVariable == "ATTESTGATE_ADMIN_TOKEN")
     }
 
+    /// With token_env the variable is read when serving, so the file may also be empty.
+    @Test func adminTokenFileMayBeEmptyWhenTokenEnvIsSet() throws {
+        let fixture = try ConfigFixture()
+        try fixture.write(".run/admin-token", "\n")
+        try fixture.write("conf/gateway.yaml", ConfigFixture.minimalGateway
+            + "admin:\n  token_file: ../.run/admin-token\n  token_env: ATTESTGATE_ADMIN_TOKEN\n")
+        #expect(fixture.problems() == [])
+    }
+
     /// A tenant without routes keeps what attestation uses (token audience and lifetime,
     /// custom claims, Platform SSO); proxy keys with no value are no settings at all.
     @Test func tenantWithoutRoutesKeepsItsTokenSettings() throws {

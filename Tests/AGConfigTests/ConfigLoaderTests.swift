@@ -280,6 +280,14 @@ import Testing
             #"conf/gateway.yaml:7: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
             #"conf/gateway.yaml:8: admin.token_env: expected an environment variable name (letters, digits, _), got "1BAD""#,
         ]),
+        BadCase(name: "empty admin token file", files: [(".run/admin-token", " \n")], expected: [
+            #"conf/gateway.yaml:47: admin.token_file: admin token file "conf/../.run/admin-token" holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"#,
+        ]),
+        BadCase(name: "empty default admin token file in a minimal gateway", files: [
+            (".run/admin-token", ""), ("conf/gateway.yaml", ConfigFixture.minimalGateway),
+        ], expected: [
+            #"conf/gateway.yaml:1: admin.token_file: admin token file "conf/../.run/admin-token" (the default) holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"#,
+        ]),
         BadCase(name: "default admin token file missing in a minimal gateway", files: [
             (".run/admin-token", nil), ("conf/gateway.yaml", ConfigFixture.minimalGateway),
         ], expected: [
