@@ -284,6 +284,21 @@ import Testing
         #expect(t.upstream == nil && t.routes.isEmpty && t.platformSSO != nil)
     }
 
+    /// `forward.payload_header` is the one key where no value is not the default: `~`, an
+    /// empty value, `false` and `""` all turn the payload header off (README, tenants/<name>.yaml).
+    static let payloadHeaderSettings: [(String, String?)] = [
+        ("", "X-Attest-Claims"), ("payload_header: X-Claims", "X-Claims"), ("payload_header: false", nil),
+        ("payload_header: ~", nil), ("payload_header: null", nil), ("payload_header:", nil), (#"payload_header: """#, nil),
+    ]
+
+    @Test(arguments: payloadHeaderSettings)
+    func payloadHeader(_ setting: String, _ expected: String?) throws {
+        let (_, config) = try Self.loadMinimal(tenant: ConfigFixture.minimalTenant
+            + "upstream: http://127.0.0.1:9000\nroutes: [{ prefix: /api/ }]\nforward:\n  \(setting)\n")
+        let t = try #require(config.tenants.tenant(appID: "ABCDE12345.com.example.app"))
+        #expect(t.forward.payloadHeader == expected)
+    }
+
     @Test func checkAcceptsTheConfigurationDirectory() throws {
         let fixture = try ConfigFixture()
         #expect(ConfigLoader.check(path: fixture.root + "/conf") == [])
