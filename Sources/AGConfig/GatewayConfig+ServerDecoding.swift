@@ -110,7 +110,9 @@ extension GatewayConfig {
             } else {
                 tokenFile = d.string(fileField).map { files.resolve($0) }
             }
-        } else if m?.raw("token_env") == nil {
+        } else if m?["token_env"] == nil {
+            // A null token_env is the key left out, as everywhere: the default file applies
+            // (were it skipped, the admin API would have no token at all).
             let defaultFile = files.resolve(defaultAdminTokenFile)
             let path = ConfigKeyPath.root.key("admin").key("token_file")
             if let reason = ConfigFiles.unreadableReason(defaultFile) {

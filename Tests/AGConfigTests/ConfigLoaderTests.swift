@@ -280,6 +280,11 @@ import Testing
             #"conf/gateway.yaml:7: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
             #"conf/gateway.yaml:8: admin.token_env: expected an environment variable name (letters, digits, _), got "1BAD""#,
         ]),
+        BadCase(name: "a null token_env leaves the default admin token file in force", files: [
+            (".run/admin-token", nil), ("conf/gateway.yaml", gatewayWith("admin:\n  token_env: ~\n")),
+        ], expected: [
+            #"conf/gateway.yaml:6: admin.token_file: admin token file "conf/../.run/admin-token" (the default) does not exist; create it or set admin.token_file or admin.token_env"#,
+        ]),
         BadCase(name: "empty admin token file", files: [(".run/admin-token", " \n")], expected: [
             #"conf/gateway.yaml:47: admin.token_file: admin token file "conf/../.run/admin-token" holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"#,
         ]),
