@@ -36,10 +36,15 @@ extension GatewayConfig {
         let directory = ConfigFiles.directory(of: sourcePath)
         let files = ReferencedFiles(decoder: d, directory: directory)
         let top = d.rootMapping(root, allowed: Keys.root)
+        let serverSection = sub(top["server"], Keys.server, d)
+        let adminSection = sub(top["admin"], Keys.admin, d)
+        let server = decodeServer(serverSection, d, files)
+        let admin = decodeAdmin(adminSection, d, files)
+        refuseSharedListenPort(server: server.listen, serverSection, admin: admin.listen, adminSection, d)
         return GatewayConfig(
             sourcePath: sourcePath,
-            server: decodeServer(top["server"], d, files),
-            admin: decodeAdmin(top["admin"], d, files),
+            server: server,
+            admin: admin,
             redis: decodeRedis(top["redis"], d),
             tokens: decodeTokens(top.required("tokens"), d, files),
             challenge: ChallengeConfig(ttl: sub(top["challenge"], Keys.challenge, d)?["ttl"]

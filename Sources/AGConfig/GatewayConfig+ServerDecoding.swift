@@ -4,8 +4,7 @@ import AGRedis
 /// The `server`, `admin` and `redis` sections: listeners, timeouts, TLS files, the admin token
 /// and the Redis URL with its deadlines.
 extension GatewayConfig {
-    static func decodeServer(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> ServerConfig {
-        let m = sub(field, Keys.server, d)
+    static func decodeServer(_ m: ConfigMapping?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> ServerConfig {
         let timeouts = sub(m?["timeouts"], Keys.timeouts, d)
         func timeout(_ key: String, _ fallback: Duration) -> Duration {
             timeouts?[key].flatMap { d.duration($0) } ?? fallback
@@ -62,11 +61,31 @@ extension GatewayConfig {
             d.report(field, "expected host:port (IPv6 in brackets, e.g. [::]:8080), got \(ConfigDecoder.quoted(text))")
             return nil
         }
+        guard address.boundAddress != nil else {
+            d.report(field, "expected an IP address or localhost as host (a listener binds an address, not a name), got \(ConfigDecoder.quoted(text))")
+            return nil
+        }
         return address
     }
 
-    static func decodeAdmin(_ field: ConfigField?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> AdminConfig {
-        let m = sub(field, Keys.admin, d)
+    /// The public and admin listeners are bound side by side at start; two that would take the
+    /// same port on one address failed there with "Address already in use". Refused here
+    /// instead, at the written one of the two (`admin.listen` when both are).
+    static func refuseSharedListenPort(server: ListenAddress, _ serverSection: ConfigMapping?,
+                                       admin: ListenAddress, _ adminSection: ConfigMapping?, _ d: ConfigDecoder) {
+        // A refused address stands in as its default: a clash of that default is not in the file.
+        guard !d.problems.contains(where: { $0.keyPath == "server.listen" || $0.keyPath == "admin.listen" }),
+              let reason = server.clash(with: admin) else { return }
+        let serverField = serverSection?["listen"], adminField = adminSection?["listen"]
+        guard let field = adminField ?? serverField else { return }
+        let (address, otherKey, other, otherField) = adminField != nil
+            ? (admin, "server.listen", server, serverField) : (server, "admin.listen", admin, adminField)
+        let written = otherField.map { "line \($0.line)" } ?? "the default"
+        d.report(field, "\(ConfigDecoder.quoted(address.description)) overlaps \(otherKey) \(ConfigDecoder.quoted(other.description)) "
+                 + "(\(written)): \(reason); give each listener a port of its own")
+    }
+
+    static func decodeAdmin(_ m: ConfigMapping?, _ d: ConfigDecoder, _ files: ReferencedFiles) -> AdminConfig {
         let tokenEnv = m?["token_env"].flatMap { field -> String? in
             guard let name = d.string(field) else { return nil }
             guard name.first.map({ !$0.isNumber }) == true,
@@ -77,17 +96,30 @@ extension GatewayConfig {
             }
             return name
         }
+        // Without a token the admin API answers every call 401, /metrics and reload included.
+        let noToken = "holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"
         var tokenFile: String?
         if let fileField = m?["token_file"] {
-            // With token_env as an alternative source, the file may legitimately be absent.
-            tokenFile = tokenEnv == nil
-                ? files.existing(fileField, what: "admin token file")
-                : d.string(fileField).map { files.resolve($0) }
-        } else if m?.raw("token_env") == nil {
+            // With token_env as an alternative source, the file may legitimately be absent or
+            // empty: the variable is read when serving.
+            if tokenEnv == nil {
+                tokenFile = files.existing(fileField, what: "admin token file")
+                if let file = tokenFile, AdminConfig.token(inFile: file) == nil {
+                    d.report(fileField, "admin token file \(ConfigDecoder.quoted(file)) \(noToken)")
+                }
+            } else {
+                tokenFile = d.string(fileField).map { files.resolve($0) }
+            }
+        } else if m?["token_env"] == nil {
+            // A null token_env is the key left out, as everywhere: the default file applies
+            // (were it skipped, the admin API would have no token at all).
             let defaultFile = files.resolve(defaultAdminTokenFile)
+            let path = ConfigKeyPath.root.key("admin").key("token_file")
             if let reason = ConfigFiles.unreadableReason(defaultFile) {
-                d.report(line: m?.line ?? 1, path: ConfigKeyPath.root.key("admin").key("token_file"),
+                d.report(line: m?.line ?? 1, path: path,
                          "admin token file \(ConfigDecoder.quoted(defaultFile)) (the default) \(reason); create it or set admin.token_file or admin.token_env")
+            } else if AdminConfig.token(inFile: defaultFile) == nil {
+                d.report(line: m?.line ?? 1, path: path, "admin token file \(ConfigDecoder.quoted(defaultFile)) (the default) \(noToken)")
             }
             tokenFile = defaultFile
         }

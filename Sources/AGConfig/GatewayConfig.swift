@@ -101,6 +101,15 @@ public struct AdminConfig: Sendable, Hashable {
     public let tokenFile: String?
     /// Name of an environment variable holding the token.
     public let tokenEnvironmentVariable: String?
+
+    /// The token a token file holds: its contents without surrounding whitespace; `nil` when
+    /// it cannot be read or holds nothing else.
+    public static func token(inFile path: String) -> String? {
+        guard case .success(let bytes) = ConfigFiles.read(path) else { return nil }
+        var token = Substring(String(decoding: bytes, as: UTF8.self)).drop(while: \.isWhitespace)
+        while token.last?.isWhitespace == true { token.removeLast() }
+        return token.isEmpty ? nil : String(token)
+    }
 }
 
 /// `redis`.

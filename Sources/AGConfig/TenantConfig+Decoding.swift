@@ -61,9 +61,11 @@ extension TenantConfig {
                      "a production tenant cannot trust the test CA (app_attest.test_ca); use environment: development or set app_attest.allow_test_ca: true")
         }
         let appID = "\(teamID ?? "").\(bundleID ?? "")"
-        let token = decodeToken(top["token"], appID: appID, gateway: gateway, d)
+        let tokenSection = top["token"].flatMap { d.mapping($0, allowed: Keys.token) }
+        let token = decodeToken(tokenSection, appID: appID, gateway: gateway, d)
         let customClaims = top["custom_claims"].flatMap { decodeCustomClaims($0, d) } ?? [:]
-        let routes = top["routes"].flatMap { decodeRoutes($0, d) } ?? []
+        let routesField = top["routes"]
+        let routes = routesField.flatMap { decodeRoutes($0, d) } ?? []
         var upstream: UpstreamURL?
         if let upstreamField = top["upstream"] {
             upstream = decodeUpstream(upstreamField, d)
@@ -71,7 +73,13 @@ extension TenantConfig {
             d.report(line: top.line, path: ConfigKeyPath.root.key("upstream"), "missing required key (routes are proxied to it)")
         }
         let upstreamCA = top["upstream_ca"].flatMap { decodeUpstreamCA($0, upstream: upstream, sourcePath: sourcePath, d) }
-        let forward = decodeForward(top["forward"], tokenHeader: token.header, d)
+        let forwardSection = top["forward"].flatMap { d.mapping($0, allowed: Keys.forward) }
+        let forward = decodeForward(forwardSection, tokenHeader: token.header, d)
+        if !hasRoutes(routesField) {
+            refuseProxyKeysWithoutRoutes([top["upstream"], top["upstream_ca"], tokenSection?["header"],
+                                          forwardSection?["claims"], forwardSection?.raw("payload_header"),
+                                          forwardSection?["forward_authorization"]], d)
+        }
         let platformSSO = top["platform_sso"].flatMap { decodePlatformSSO($0, routes: routes, gateway: gateway, d) }
         guard let teamID, let bundleID else { return nil }
         let tenant = TenantConfig(name: ConfigFiles.stem(of: sourcePath), sourcePath: sourcePath, teamID: teamID,
@@ -102,9 +110,26 @@ extension TenantConfig {
         String(name.lowercased().map { $0 == "_" ? "-" : $0 })
     }
 
-    private static func decodeToken(_ field: ConfigField?, appID: String, gateway: GatewayConfig,
+    /// Whether `routes` lists at least one route; one that is not a list counts as having them,
+    /// as it was reported already.
+    private static func hasRoutes(_ routes: ConfigField?) -> Bool {
+        guard let routes else { return false }
+        if case .sequence(let items) = routes.node.content { return !items.isEmpty }
+        return true
+    }
+
+    /// `upstream`, `upstream_ca`, `token.header` and `forward.*` are read only by the proxy,
+    /// which a tenant has only with routes (`TenantProxy` in AGGateway); without routes they
+    /// would be accepted and do nothing. `forward.payload_header` counts even when null, which
+    /// turns the header off.
+    private static func refuseProxyKeysWithoutRoutes(_ fields: [ConfigField?], _ d: ConfigDecoder) {
+        for field in fields.compactMap({ $0 }) {
+            d.report(line: field.keyLine, path: field.path, "has no effect without routes; add routes or remove it")
+        }
+    }
+
+    private static func decodeToken(_ m: ConfigMapping?, appID: String, gateway: GatewayConfig,
                                      _ d: ConfigDecoder) -> TenantTokenConfig {
-        let m = field.flatMap { d.mapping($0, allowed: Keys.token) }
         let header = m?["header"].flatMap { field -> String? in
             guard let name = d.string(field) else { return nil }
             guard isHeaderName(name) else {

@@ -3,8 +3,7 @@ import AGYAML
 /// The tenant `forward` section: which claims become which upstream headers, the payload
 /// header, and whether the client's `Authorization` is passed on.
 extension TenantConfig {
-    static func decodeForward(_ field: ConfigField?, tokenHeader: String, _ d: ConfigDecoder) -> ForwardConfig {
-        let m = field.flatMap { d.mapping($0, allowed: Keys.forward) }
+    static func decodeForward(_ m: ConfigMapping?, tokenHeader: String, _ d: ConfigDecoder) -> ForwardConfig {
         var usedHeaders: [String: String] = [normalizedHeader(tokenHeader): "token.header"]
         func forwardableHeader(_ field: ConfigField, _ name: String) -> String? {
             guard isHeaderName(name) else {

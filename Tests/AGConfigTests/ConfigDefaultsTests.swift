@@ -258,6 +258,47 @@ import Testing
         #expect(admin.tokenEnvironmentVariable == "ATTESTGATE_ADMIN_TOKEN")
     }
 
+    /// With token_env the variable is read when serving, so the file may also be empty.
+    @Test func adminTokenFileMayBeEmptyWhenTokenEnvIsSet() throws {
+        let fixture = try ConfigFixture()
+        try fixture.write(".run/admin-token", "\n")
+        try fixture.write("conf/gateway.yaml", ConfigFixture.minimalGateway
+            + "admin:\n  token_file: ../.run/admin-token\n  token_env: ATTESTGATE_ADMIN_TOKEN\n")
+        #expect(fixture.problems() == [])
+    }
+
+    /// A tenant without routes keeps what attestation uses (token audience and lifetime,
+    /// custom claims, Platform SSO); proxy keys with no value are no settings at all.
+    @Test func tenantWithoutRoutesKeepsItsTokenSettings() throws {
+        let (_, config) = try Self.loadMinimal(tenant: ConfigFixture.minimalTenant + """
+            token: { audience: my-api, ttl: 10m, header: ~ }
+            custom_claims: { plan: pro }
+            upstream: ~
+            forward: {}
+            routes: []
+            platform_sso: { path_prefix: /psso, client_id: c1, audience: [https://idp.example.com/psso/token] }
+
+            """)
+        let t = try #require(config.tenants.tenant(appID: "ABCDE12345.com.example.app"))
+        #expect(t.token == TenantTokenConfig(audience: "my-api", ttl: .seconds(600), header: "Authorization"))
+        #expect(t.upstream == nil && t.routes.isEmpty && t.platformSSO != nil)
+    }
+
+    /// `forward.payload_header` is the one key where no value is not the default: `~`, an
+    /// empty value, `false` and `""` all turn the payload header off (README, tenants/<name>.yaml).
+    static let payloadHeaderSettings: [(String, String?)] = [
+        ("", "X-Attest-Claims"), ("payload_header: X-Claims", "X-Claims"), ("payload_header: false", nil),
+        ("payload_header: ~", nil), ("payload_header: null", nil), ("payload_header:", nil), (#"payload_header: """#, nil),
+    ]
+
+    @Test(arguments: payloadHeaderSettings)
+    func payloadHeader(_ setting: String, _ expected: String?) throws {
+        let (_, config) = try Self.loadMinimal(tenant: ConfigFixture.minimalTenant
+            + "upstream: http://127.0.0.1:9000\nroutes: [{ prefix: /api/ }]\nforward:\n  \(setting)\n")
+        let t = try #require(config.tenants.tenant(appID: "ABCDE12345.com.example.app"))
+        #expect(t.forward.payloadHeader == expected)
+    }
+
     @Test func checkAcceptsTheConfigurationDirectory() throws {
         let fixture = try ConfigFixture()
         #expect(ConfigLoader.check(path: fixture.root + "/conf") == [])

@@ -50,6 +50,9 @@ import Testing
 
     static func gatewayWith(_ extra: String) -> String { ConfigFixture.minimalGateway + extra }
 
+    /// A route and its upstream, for the end of a tenant file whose proxy keys are under test.
+    static let routesLast = "upstream: http://127.0.0.1:9000\nroutes: [{ prefix: /api/ }]\n"
+
     static let badCases: [BadCase] = [
         BadCase(name: "unknown key", files: [("conf/gateway.yaml", gatewayWith("server:\n  listn: 0.0.0.0:80\n"))], expected: [
             "conf/gateway.yaml:7: server.listn: unknown key (did you mean listen?); allowed keys: listen, workers, max_body_bytes, max_proxy_body_bytes, timeouts, shutdown_grace, trusted_proxies, tls",
@@ -147,6 +150,36 @@ import Testing
             #"conf/gateway.yaml:7: server.listen: expected host:port (IPv6 in brackets, e.g. [::]:8080), got "::1:8080""#,
             #"conf/gateway.yaml:9: admin.listen: expected host:port (IPv6 in brackets, e.g. [::]:8080), got "localhost:99999""#,
         ]),
+        BadCase(name: "admin listener on the public listener's address", files: [
+            ("conf/gateway.yaml", gatewayWith("server:\n  listen: \"127.0.0.1:8080\"\nadmin:\n  listen: \"127.0.0.1:8080\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:9: admin.listen: "127.0.0.1:8080" overlaps server.listen "127.0.0.1:8080" (line 7): both bind 127.0.0.1:8080; give each listener a port of its own"#,
+        ]),
+        BadCase(name: "admin listener under the public wildcard", files: [
+            ("conf/gateway.yaml", gatewayWith("server:\n  listen: \"0.0.0.0:9000\"\nadmin:\n  listen: localhost:9000\n")),
+        ], expected: [
+            #"conf/gateway.yaml:9: admin.listen: "localhost:9000" overlaps server.listen "0.0.0.0:9000" (line 7): 0.0.0.0 takes port 9000 on every IPv4 address; give each listener a port of its own"#,
+        ]),
+        BadCase(name: "IPv6 wildcard beside an IPv4 listener", files: [
+            ("conf/gateway.yaml", gatewayWith("server:\n  listen: \"[::]:8443\"\nadmin:\n  listen: \"10.0.0.5:8443\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:9: admin.listen: "10.0.0.5:8443" overlaps server.listen "[::]:8443" (line 7): [::] takes port 8443 on every address, IPv4 included; give each listener a port of its own"#,
+        ]),
+        BadCase(name: "public listener on the default admin port", files: [
+            ("conf/gateway.yaml", gatewayWith("server:\n  listen: \"0.0.0.0:9901\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:7: server.listen: "0.0.0.0:9901" overlaps admin.listen "127.0.0.1:9901" (the default): 0.0.0.0 takes port 9901 on every IPv4 address; give each listener a port of its own"#,
+        ]),
+        BadCase(name: "admin listener on the default public port", files: [
+            ("conf/gateway.yaml", gatewayWith("admin:\n  listen: \"[::]:8080\"\n")),
+        ], expected: [
+            #"conf/gateway.yaml:7: admin.listen: "[::]:8080" overlaps server.listen "0.0.0.0:8080" (the default): [::] takes port 8080 on every address, IPv4 included; give each listener a port of its own"#,
+        ]),
+        BadCase(name: "listener at a host name", files: [
+            ("conf/gateway.yaml", gatewayWith("admin:\n  listen: gw.example.com:9901\n")),
+        ], expected: [
+            #"conf/gateway.yaml:7: admin.listen: expected an IP address or localhost as host (a listener binds an address, not a name), got "gw.example.com:9901""#,
+        ]),
         BadCase(name: "bad CIDRs", files: [("conf/gateway.yaml", gatewayWith("server:\n  trusted_proxies: [10.0.0.1/8, 300.1.1.1, \"fd00::/129\", 10.0.0.0/8]\n"))], expected: [
             #"conf/gateway.yaml:7: server.trusted_proxies[0]: "10.0.0.1/8" has host bits set; did you mean 10.0.0.0/8?"#,
             #"conf/gateway.yaml:7: server.trusted_proxies[1]: expected an IPv4 or IPv6 address or CIDR block like 10.0.0.0/8 or fd00::/8, got "300.1.1.1""#,
@@ -172,13 +205,13 @@ import Testing
         BadCase(name: "upstream keep-alive with a unit", files: [("conf/gateway.yaml", gatewayWith("proxy:\n  upstream_keepalive: 64 conns\n"))],
                 expected: [#"conf/gateway.yaml:7: proxy.upstream_keepalive: expected an integer, got "64 conns""#]),
         BadCase(name: "upstream_ca beside a plain upstream, or missing", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant
-            + "upstream: http://api.example.com\nupstream_ca: ../Apple_App_Attestation_Root_CA.pem\n"),
+            + "upstream: http://api.example.com\nupstream_ca: ../Apple_App_Attestation_Root_CA.pem\nroutes: [{ prefix: /api/ }]\n"),
                                                     ("conf/tenants/other.yaml", "team_id: OTHER12345\nbundle_id: com.example.other\n"
-            + "upstream: https://api.example.com\nupstream_ca: missing-ca.pem\n")], expected: [
+            + "upstream: https://api.example.com\nupstream_ca: missing-ca.pem\nroutes: [{ prefix: /api/ }]\n")], expected: [
             #"conf/tenants/example.yaml:4: upstream_ca: upstream_ca applies to https:// upstreams only; "http://api.example.com:80" is plain http"#,
             #"conf/tenants/other.yaml:4: upstream_ca: CA file "conf/tenants/missing-ca.pem" does not exist"#,
         ]),
-        BadCase(name: "malformed upstream", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: http://api.example.com:http/x?y\n")], expected: [
+        BadCase(name: "malformed upstream", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: http://api.example.com:http/x?y\nroutes: [{ prefix: /api/ }]\n")], expected: [
             #"conf/tenants/example.yaml:3: upstream: expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name), got "http://api.example.com:http/x?y""#,
         ]),
         BadCase(name: "bad resolver", files: [("conf/gateway.yaml", gatewayWith("resolver:\n  nameservers: [10.0.0.2, dns.internal, \"10.0.0.2:0\"]\n  timeout: 0s\n"))], expected: [
@@ -246,6 +279,19 @@ import Testing
         ], expected: [
             #"conf/gateway.yaml:7: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
             #"conf/gateway.yaml:8: admin.token_env: expected an environment variable name (letters, digits, _), got "1BAD""#,
+        ]),
+        BadCase(name: "a null token_env leaves the default admin token file in force", files: [
+            (".run/admin-token", nil), ("conf/gateway.yaml", gatewayWith("admin:\n  token_env: ~\n")),
+        ], expected: [
+            #"conf/gateway.yaml:6: admin.token_file: admin token file "conf/../.run/admin-token" (the default) does not exist; create it or set admin.token_file or admin.token_env"#,
+        ]),
+        BadCase(name: "empty admin token file", files: [(".run/admin-token", " \n")], expected: [
+            #"conf/gateway.yaml:47: admin.token_file: admin token file "conf/../.run/admin-token" holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"#,
+        ]),
+        BadCase(name: "empty default admin token file in a minimal gateway", files: [
+            (".run/admin-token", ""), ("conf/gateway.yaml", ConfigFixture.minimalGateway),
+        ], expected: [
+            #"conf/gateway.yaml:1: admin.token_file: admin token file "conf/../.run/admin-token" (the default) holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"#,
         ]),
         BadCase(name: "default admin token file missing in a minimal gateway", files: [
             (".run/admin-token", nil), ("conf/gateway.yaml", ConfigFixture.minimalGateway),
@@ -354,7 +400,7 @@ import Testing
             token:
               header: "X-Attest-Token"
               ttl: 0s
-
+            \(routesLast)
             """)], expected: [
             #"conf/tenants/example.yaml:1: team_id: expected 10 uppercase letters or digits (an Apple team ID), got "abcde12345""#,
             #"conf/tenants/example.yaml:2: bundle_id: expected a reverse-DNS bundle ID like com.example.app (letters, digits, - in dot-separated parts), got "com..app""#,
@@ -383,7 +429,7 @@ import Testing
               region: ~
               meta: {store: null, ok: 1, list: [a, null]}
               spelled: "null"
-
+            \(routesLast)
             """)], expected: [
             #"conf/tenants/example.yaml:7: forward.claims.subjct: unknown claim "subjct"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
             #"conf/tenants/example.yaml:8: forward.claims.sub.x: unknown claim "sub.x"; claims: iss, aud, sub, iat, nbf, exp, jti, team_id, bundle_id, subject_id, custom_claims (custom_claims.<path> for nested values)"#,
@@ -405,7 +451,7 @@ import Testing
             environment: development
             forward:
               payload_header: x-attest-key_id
-
+            \(routesLast)
             """)], expected: [
             "conf/tenants/example.yaml:5: forward.payload_header: header x-attest-key_id is already used by the default forward.claims.sub",
         ]),
@@ -413,9 +459,33 @@ import Testing
             environment: development
             forward:
               claims: { sub: X-Attest-Claims }
-
+            \(routesLast)
             """)], expected: [
             "conf/tenants/example.yaml:5: forward.claims.sub: header X-Attest-Claims is already used by the default forward.payload_header",
+        ]),
+        BadCase(name: "proxy keys without routes", files: [
+            ("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+                environment: development
+                token: { audience: my-api, header: X-App-Token }
+                upstream: https://127.0.0.1:9443
+                upstream_ca: ../Apple_App_Attestation_Root_CA.pem
+                forward:
+                  claims: { sub: X-Device }
+                  payload_header: X-Claims
+                  forward_authorization: true
+
+                """),
+            ("conf/tenants/empty-routes.yaml", "team_id: ABCDE12345\nbundle_id: com.example.other\nenvironment: development\n"
+                + "upstream: http://127.0.0.1:9000\nroutes: []\nforward: { payload_header: ~ }\n"),
+        ], expected: [
+            "conf/tenants/empty-routes.yaml:4: upstream: has no effect without routes; add routes or remove it",
+            "conf/tenants/empty-routes.yaml:6: forward.payload_header: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:4: token.header: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:5: upstream: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:6: upstream_ca: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:8: forward.claims: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:9: forward.payload_header: has no effect without routes; add routes or remove it",
+            "conf/tenants/example.yaml:10: forward.forward_authorization: has no effect without routes; add routes or remove it",
         ]),
         BadCase(name: "bad platform SSO", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development

@@ -43,6 +43,32 @@ import Testing
         #expect(ListenAddress(text)?.description == expected)
     }
 
+    /// Pairs of listeners and why they cannot be bound side by side, in either order (`nil`:
+    /// they can), as Linux decides with SO_REUSEADDR on both and IPv6 sockets dual-stack.
+    static let listenerClashes: [(String, String, String?)] = [
+        ("127.0.0.1:8080", "127.0.0.1:8080", "both bind 127.0.0.1:8080"),
+        ("localhost:8080", "127.0.0.1:8080", "both bind 127.0.0.1:8080"),
+        ("[::ffff:127.0.0.1]:8080", "127.0.0.1:8080", "both bind 127.0.0.1:8080"),
+        ("[::1]:8080", "[::1]:8080", "both bind [::1]:8080"),
+        ("0.0.0.0:8080", "127.0.0.2:8080", "0.0.0.0 takes port 8080 on every IPv4 address"),
+        ("10.1.2.3:8080", "0.0.0.0:8080", "0.0.0.0 takes port 8080 on every IPv4 address"),
+        ("0.0.0.0:8080", "[::ffff:127.0.0.1]:8080", "0.0.0.0 takes port 8080 on every IPv4 address"),
+        ("[::]:8080", "0.0.0.0:8080", "[::] takes port 8080 on every address, IPv4 included"),
+        ("127.0.0.1:8080", "[::]:8080", "[::] takes port 8080 on every address, IPv4 included"),
+        ("[::]:8080", "[::1]:8080", "[::] takes port 8080 on every address, IPv4 included"),
+        ("127.0.0.1:8080", "127.0.0.1:8081", nil), ("127.0.0.1:8080", "127.0.0.2:8080", nil),
+        ("0.0.0.0:8080", "[::1]:8080", nil), ("[::1]:8080", "127.0.0.1:8080", nil),
+        ("127.0.0.1:0", "127.0.0.1:0", nil), ("[::]:0", "0.0.0.0:0", nil),
+        ("gw.example.com:8080", "gw.example.com:8080", nil),
+    ]
+
+    @Test(arguments: listenerClashes)
+    func listenerClash(_ first: String, _ second: String, _ expected: String?) throws {
+        let a = try #require(ListenAddress(first)), b = try #require(ListenAddress(second))
+        #expect(a.clash(with: b) == expected)
+        #expect(b.clash(with: a) == expected)
+    }
+
     static let cidrs: [(String, String?)] = [
         ("10.0.0.0/8", "10.0.0.0/8"), ("192.168.1.7", "192.168.1.7/32"), ("0.0.0.0/0", "0.0.0.0/0"),
         ("fd00::/8", "fd00::/8"), ("::1", "::1/128"), ("2001:db8::/32", "2001:db8::/32"),

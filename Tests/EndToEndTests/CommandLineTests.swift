@@ -40,4 +40,24 @@ struct CommandLineTests {
         let text = String(decoding: broken.output, as: UTF8.self)
         #expect(text.contains("broken.yaml:5: routes[0].auth:"), "\(text)")
     }
+
+    /// The two listeners are bound side by side at start: check-config and serve refuse a pair
+    /// that would collide, naming both keys, where serve stopped at "Address already in use".
+    @Test func overlappingListenersAreRefusedByCheckConfigAndServe() throws {
+        let root = try shippedConfig()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        #expect(try runProgram(binary, ["keygen", "--out", root + "/.run/keys/dev-es256-1.pem"]).status == 0)
+        let path = root + "/conf/gateway.yaml"
+        let shipped = try String(contentsOfFile: path, encoding: .utf8)
+        try shipped.replacingOccurrences(of: #"listen: "127.0.0.1:9901""#, with: #"listen: "127.0.0.1:8080""#)
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let expected = path + #":43: admin.listen: "127.0.0.1:8080" overlaps server.listen "0.0.0.0:8080" (line 11): "#
+            + "0.0.0.0 takes port 8080 on every IPv4 address; give each listener a port of its own"
+        for arguments in [["check-config", path], ["serve", "--config", path]] {
+            let run = try runProgram(binary, arguments, mergingErrors: true)
+            let text = String(decoding: run.output, as: UTF8.self)
+            #expect(run.status == 1, "\(arguments[0]): \(text)")
+            #expect(text.split(separator: "\n").contains { $0 == expected }, "\(arguments[0]): \(text)")
+        }
+    }
 }

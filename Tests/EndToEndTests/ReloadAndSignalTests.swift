@@ -65,6 +65,36 @@ struct ReloadAndSignalTests {
         #expect((fixed.json["generation"] as? Int ?? 0) > 1)
     }
 
+    /// Reload reads the files with the loader check-config and start use: a proxy key in a
+    /// tenant without routes is refused with its line, and the tenant in force stays.
+    @Test func aProxyKeyWithoutRoutesIsRefusedByReload() throws {
+        let teamID = TestGateway.randomTeamID()
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID)])
+        defer { gateway.stop() }
+        try gateway.writeTenant("a.yaml", TestGateway.tenantYAML(teamID: teamID, extra: "upstream: http://127.0.0.1:9\n"))
+        let reload = try gateway.admin("POST", "/admin/v1/reload")
+        #expect(reload.status == 400)
+        #expect(reload.code == "config_invalid")
+        #expect(reload.json["hint"] as? String
+            == gateway.directory + "/tenants/a.yaml:5: upstream: has no effect without routes; add routes or remove it")
+        #expect(try challenge(gateway, teamID: teamID).status == 200)
+    }
+
+    /// An admin token file emptied under a running gateway is refused by reload, and the token
+    /// in force still opens the admin API (before, the reload went through and every admin
+    /// call, the next reload included, answered 401).
+    @Test func anEmptiedAdminTokenFileIsRefusedByReload() throws {
+        let gateway = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: TestGateway.randomTeamID())])
+        defer { gateway.stop() }
+        try "\n".write(toFile: gateway.directory + "/admin-token", atomically: true, encoding: .utf8)
+        let reload = try gateway.admin("POST", "/admin/v1/reload")
+        #expect(reload.status == 400)
+        #expect(reload.code == "config_invalid")
+        #expect(reload.json["hint"] as? String == gateway.directory + #"/gateway.yaml:3: admin.token_file: admin token file ""#
+            + gateway.directory + #"/admin-token" holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"#)
+        #expect(try gateway.admin("GET", "/admin/v1/tiers").status == 200, "the token in force still opens the admin API")
+    }
+
     @Test func removingATenantFileStopsServingIt() throws {
         let keep = TestGateway.randomTeamID()
         let drop = TestGateway.randomTeamID()

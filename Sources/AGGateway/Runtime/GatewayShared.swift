@@ -133,10 +133,6 @@ enum AdminToken {
            !value.isEmpty {
             return value
         }
-        if let file = config.admin.tokenFile, let data = FileManager.default.contents(atPath: file) {
-            let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            return token.isEmpty ? nil : token
-        }
-        return nil
+        return config.admin.tokenFile.flatMap(AdminConfig.token(inFile:))
     }
 }
