@@ -81,6 +81,10 @@ public final class RedisClient {
     public var isConnected: Bool { state == .connected }
     /// The reason the last connection attempt or connection ended, for logs; never a password.
     public var lastError: String? { backend.lastError }
+    /// A Redis Cluster's slot map as the client last learned it (`CLUSTER SLOTS`, `MOVED`): which
+    /// primary serves each slot. `nil` for one server or a Sentinel-managed primary, and until
+    /// the first map arrives.
+    public var slotMap: SlotMap? { (backend as? ClusterBackend)?.slots }
 
     /// Sends one command, e.g. `["SET", key, value]`. The completion runs exactly once.
     public func send(_ arguments: [String], completion: @escaping (Result<RedisValue, RedisError>) -> Void) {

@@ -1,45 +1,51 @@
 import AGFormats
 import AGSync
 
-/// What this instance knows of the store epoch (`StoreEpochScript`): the value it remembers and
-/// the resets it noticed that no operator has acknowledged yet. Shared by the control loop,
-/// which checks the epoch, and the workers, whose `/readyz` reports unacknowledged resets.
+/// What this instance knows of the store epoch (`StoreEpochScript`): the value it remembers of
+/// each epoch key (one, or one per cluster shard) and the resets it noticed that no operator
+/// has acknowledged yet. Shared by the control loop, which checks the epochs, and the workers,
+/// whose `/readyz` reports unacknowledged resets.
 final class StoreEpoch: Sendable {
-    /// One noticed reset: Redis no longer held the epoch this instance remembered.
+    /// One noticed reset: a Redis (or a cluster shard) no longer held the epoch this instance
+    /// remembered.
     struct Reset: Sendable, Equatable {
         /// Unix ms of the check that noticed it.
         let noticedMilliseconds: Int64
     }
 
-    /// What one check found.
+    /// What one read of one epoch key found.
     enum Observation: Equatable {
-        /// The first epoch this instance read; `created` when this check wrote it (Redis held
-        /// none: a fresh Redis, or one that lost its data before this instance started).
+        /// The first value this instance read of the key; `created` when this read wrote it
+        /// (the key was missing: a fresh Redis or shard, one that lost its data before this
+        /// instance started, or, in a cluster, a key of a slot not used for an epoch before).
         case first(created: Bool)
         case unchanged
-        /// The remembered epoch is gone: Redis restarted empty or was flushed.
+        /// The remembered value is gone: its Redis or shard restarted empty or was flushed.
         case reset
     }
 
     private struct State {
-        var epoch: String?
+        /// The value each epoch key held when this instance last read it.
+        var epochs: [String: String] = [:]
         var unacknowledged: [Reset] = []
     }
 
     private let state = Locked(State())
 
-    /// Records the epoch a check read.
-    func observe(_ epoch: String, created: Bool, nowMilliseconds: Int64) -> Observation {
+    /// Records the value a read of `key` found.
+    func observe(_ epoch: String, key: String, created: Bool) -> Observation {
         state.withLock { state in
-            guard let remembered = state.epoch else {
-                state.epoch = epoch
-                return .first(created: created)
-            }
-            guard remembered != epoch else { return .unchanged }
-            state.epoch = epoch
-            state.unacknowledged.append(Reset(noticedMilliseconds: nowMilliseconds))
-            return .reset
+            guard let remembered = state.epochs.updateValue(epoch, forKey: key) else { return .first(created: created) }
+            return remembered == epoch ? .unchanged : .reset
         }
+    }
+
+    /// The epoch keys this instance has read, in no particular order.
+    var rememberedKeys: [String] { state.withLock { Array($0.epochs.keys) } }
+
+    /// Records a reset for `/readyz` until it is acknowledged.
+    func noticeReset(nowMilliseconds: Int64) {
+        state.withLock { $0.unacknowledged.append(Reset(noticedMilliseconds: nowMilliseconds)) }
     }
 
     /// Resets noticed and not yet acknowledged, oldest first.

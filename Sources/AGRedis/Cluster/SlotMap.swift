@@ -1,5 +1,5 @@
 /// Which primary serves each of the 16384 hash slots, from `CLUSTER SLOTS`.
-struct SlotMap: Equatable, CustomStringConvertible {
+public struct SlotMap: Sendable, Equatable, CustomStringConvertible {
     /// Index into `primaries` per slot; -1 where no node serves the slot.
     private var owners: [Int16]
     private(set) var primaries: [RedisURL.Endpoint]
@@ -7,7 +7,7 @@ struct SlotMap: Equatable, CustomStringConvertible {
     /// Parses a `CLUSTER SLOTS` reply: `[[start, end, [host, port, id, …], replica…], …]`.
     /// An empty host means the node that was asked (`queried`), as Redis documents; a `?`
     /// host (endpoint unknown) leaves the range unserved.
-    init(clusterSlots reply: RedisValue, queried: String) throws(RedisError) {
+    public init(clusterSlots reply: RedisValue, queried: String) throws(RedisError) {
         owners = Array(repeating: -1, count: HashSlot.count)
         primaries = []
         guard let ranges = reply.array else { throw .server("ERR unexpected CLUSTER SLOTS reply") }
@@ -28,7 +28,7 @@ struct SlotMap: Equatable, CustomStringConvertible {
     }
 
     /// `start-end=host:port` per contiguous range, for logs and test failures.
-    var description: String {
+    public var description: String {
         var ranges: [String] = []
         var start = 0
         for slot in 1...HashSlot.count where slot == HashSlot.count || owners[slot] != owners[start] {
@@ -40,9 +40,15 @@ struct SlotMap: Equatable, CustomStringConvertible {
     }
 
     /// The primary serving `slot`, if any.
-    func owner(of slot: UInt16) -> RedisURL.Endpoint? {
+    public func owner(of slot: UInt16) -> RedisURL.Endpoint? {
         let index = owners[Int(slot)]
         return index < 0 ? nil : primaries[Int(index)]
+    }
+
+    /// The lowest slot `primary` serves, if it serves any.
+    public func firstSlot(of primary: RedisURL.Endpoint) -> UInt16? {
+        guard let index = primaries.firstIndex(of: primary) else { return nil }
+        return owners.firstIndex(of: Int16(index)).map(UInt16.init)
     }
 
     /// Records a `MOVED` redirect until the next refresh confirms it.
@@ -55,10 +61,10 @@ struct SlotMap: Equatable, CustomStringConvertible {
     }
 
     /// True when every slot has a primary: the cluster can serve any key.
-    var coversAllSlots: Bool { !owners.contains(-1) }
+    public var coversAllSlots: Bool { !owners.contains(-1) }
 
     /// Primaries that own at least one slot (a MOVED may have emptied one until the refresh).
-    var servingPrimaries: [RedisURL.Endpoint] {
+    public var servingPrimaries: [RedisURL.Endpoint] {
         var used = Array(repeating: false, count: primaries.count)
         for index in owners where index >= 0 { used[Int(index)] = true }
         return primaries.indices.filter { used[$0] }.map { primaries[$0] }
