@@ -99,8 +99,9 @@ enum ForwardHeaders {
     /// Removed: hop-by-hop fields (RFC 9110 section 7.6.1: `Connection` and every field it
     /// names, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Transfer-Encoding`,
     /// `Upgrade`), the framing and expectation fields the pool writes for itself
-    /// (`Content-Length`, `Expect`), `Proxy` and every `Proxy-*` field (`isProxyField`); every spoofable name (`ForwardHeaderPolicy.isSpoofable`); the token header unless
-    /// the tenant forwards it; `Host`, `X-Forwarded-*`, `Forwarded` and `X-Request-ID`, which
+    /// (`Content-Length`, `Expect`), `Proxy` and every `Proxy-*` field (`isProxyField`); every
+    /// spoofable name (`ForwardHeaderPolicy.isSpoofable`); the token header unless the tenant
+    /// forwards it; `Host`, `X-Forwarded-*`, `Forwarded` and `X-Request-ID`, which
     /// the gateway sets (lookalikes with `_` included).
     /// Added, replacing and never appending: `Host`, `X-Forwarded-For` (the client's chain
     /// extended with the peer when the peer is trusted, else the peer alone),
