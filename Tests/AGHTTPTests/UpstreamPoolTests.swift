@@ -439,6 +439,23 @@ import Testing
         #expect(proxy.openConnections == 0)
     }
 
+    /// An upstream response head with more fields than allowed is an invalid response, and the
+    /// outcome (logged) says it was the response's head, not a request's.
+    @Test func responseWithTooManyFieldsIsAnInvalidResponse() throws {
+        let upstream = try ScriptedUpstream { connection, _ in
+            guard ScriptedUpstream.readRequest(connection) != nil else { return }
+            let fields = (0..<150).map { "X-F\($0): v\r\n" }.joined()
+            connection.write("HTTP/1.1 200 OK\r\n\(fields)Content-Length: 2\r\n\r\nok")
+        }
+        defer { upstream.stop() }
+        let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
+        defer { proxy.stop() }
+
+        let response = try #require(proxy.connect().exchange("GET", "/many"))
+        #expect(response.status == 502)
+        #expect(proxy.waitForOutcomes(1).first == .failed(.invalidResponse("response header section too large")))
+    }
+
     @Test func silentUpstreamTimesOut() throws {
         let upstream = try ScriptedUpstream { connection, _ in
             while ScriptedUpstream.readRequest(connection) != nil {}

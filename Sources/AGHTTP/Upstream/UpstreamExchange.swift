@@ -334,7 +334,8 @@ final class UpstreamExchange {
             parsed = try HTTPHeadParser.parseResponse(storage, fieldList: &pool.responseFieldList)
             framing = try HTTPHeadParser.responseFraming(parsed, requestMethod: request.method)
         } catch {
-            fail(.invalidResponse(error.message))
+            // The parser's message for too many fields names a request; this is the response.
+            fail(.invalidResponse(error == .headTooLarge ? "response header section too large" : error.message))
             return nil
         }
         if (100..<200).contains(parsed.status) {
