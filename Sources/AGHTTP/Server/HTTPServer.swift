@@ -80,6 +80,8 @@ public final class HTTPServer {
     private var shutdownCompletion: (() -> Void)?
     private var graceTimer: EventTimer?
     private var resumeTimer: EventTimer?
+    /// The `Date` value of this server's answers, formatted once per second.
+    var dateField = DateFieldCache()
     private var unreportedAcceptFailures = 0
     private var lastAcceptReport: ContinuousClock.Instant?
 
@@ -224,4 +226,9 @@ public final class HTTPServer {
     }
 
     var isShuttingDown: Bool { shutdownCompletion != nil }
+
+    /// Appends `Date: <now>` to an answer's head.
+    func appendDate(to writer: inout HTTPHeadWriter) {
+        dateField.appendField(at: DateFieldCache.currentSecond(), to: &writer)
+    }
 }

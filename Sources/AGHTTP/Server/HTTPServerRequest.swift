@@ -111,7 +111,8 @@ public final class HTTPServerRequest {
         didSet { if !bodyPaused { connection?.pumpBody() } }
     }
 
-    /// Answers with a complete response. `Content-Length` and `Connection` are set here.
+    /// Answers with a complete response. `Content-Length`, `Connection` and `Date` (unless
+    /// `headers` has one) are set here.
     public func respond(status: Int, headers: HTTPHeaders, body: [UInt8]) {
         guard response == .notStarted, let connection else { return }
         response = .complete
@@ -119,6 +120,7 @@ public final class HTTPServerRequest {
         connection.writeHead { writer in
             writer.appendStatusLine(status)
             for field in headers.fields { writer.appendField(field.name, field.value) }
+            if !writer.wroteDate { connection.server.appendDate(to: &writer) }
             if status != 204 && !(100..<200).contains(status) {
                 writer.appendFieldName(.contentLength)
                 writer.append(decimal: body.count)
@@ -133,7 +135,8 @@ public final class HTTPServerRequest {
 
     /// Starts a streamed response; `contentLength` nil means chunked (HTTP/1.1) or
     /// close-delimited. `reason` is relayed when given (already checked clean), else RFC
-    /// 9110's phrase is written; `fields` writes the header fields. The head is queued, not
+    /// 9110's phrase is written; `fields` writes the header fields (the server's `Date` follows
+    /// unless they hold one). The head is queued, not
     /// written: the caller adds what body it has and then calls `flushResponse()`, so a head and
     /// a small body leave in one write.
     func startResponse(status: Int, reason: ArraySlice<UInt8>?, contentLength: Int?, fields: (inout HTTPHeadWriter) -> Void) {
@@ -155,6 +158,8 @@ public final class HTTPServerRequest {
                 writer.appendStatusLine(status)
             }
             fields(&writer)
+            // The upstream's own Date is relayed as it is; a response without one gets ours.
+            if !writer.wroteDate { connection.server.appendDate(to: &writer) }
             if let contentLength {
                 writer.appendFieldName(.contentLength)
                 writer.append(decimal: contentLength)

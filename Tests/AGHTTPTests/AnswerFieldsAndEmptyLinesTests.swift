@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import AGTestSupport
+@testable import AGHTTP
+import Testing
+
+/// What RFC 9110 and 9112 ask of a server beyond parsing, on real sockets: every answer carries
+/// a `Date` (RFC 9110 section 6.6.1; a proxied one keeps the upstream's own). Each test failed
+/// before its change.
+@Suite struct AnswerFieldsAndEmptyLinesTests {
+    // MARK: Date
+
+    /// RFC 9110 section 5.6.7's IMF-fixdate, parsed back to Unix seconds.
+    static func imfFixdateSeconds(_ value: String?) -> Int? {
+        guard let value, value.utf8.count == 29 else { return nil }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        guard let date = formatter.date(from: value), formatter.string(from: date) == value else { return nil }
+        return Int(date.timeIntervalSince1970)
+    }
+
+    static func isNow(_ value: String?) -> Bool {
+        guard let seconds = imfFixdateSeconds(value) else { return false }
+        return abs(seconds - Int(Date().timeIntervalSince1970)) <= 5
+    }
+
+    @Test func theServersOwnAnswersCarryADate() throws {
+        let server = try TestServer(HTTPServerConfiguration(), handler: HTTPServerHardeningTests.ok)
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 5)
+        let ok = try #require(client.exchange("GET", "/"))
+        #expect(ok.head.values("Date").count == 1)
+        #expect(Self.isNow(ok.head.value("Date")), "\(ok.head.value("Date") ?? "none")")
+        // A refusal from the HTTP layer itself too.
+        client.write("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+        let refused = try #require(client.readResponse())
+        #expect(refused.status == 400)
+        #expect(Self.isNow(refused.head.value("Date")))
+    }
+
+    @Test func aProxiedAnswerKeepsTheUpstreamsDateOrGetsOne() throws {
+        let upstream = try ScriptedUpstream { connection, _ in
+            while let head = ScriptedUpstream.readRequest(connection) {
+                let date = head.startLine.contains("/dated") ? "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n" : ""
+                guard connection.write("HTTP/1.1 200 OK\r\n\(date)Content-Length: 2\r\n\r\nok") else { return }
+            }
+        }
+        defer { upstream.stop() }
+        let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
+        defer { proxy.stop() }
+        let client = proxy.connect()
+        let dated = try #require(client.exchange("GET", "/dated"))
+        #expect(dated.head.values("Date") == ["Sun, 06 Nov 1994 08:49:37 GMT"], "the upstream's, unchanged and alone")
+        let undated = try #require(client.exchange("GET", "/undated"))
+        #expect(undated.head.values("Date").count == 1)
+        #expect(Self.isNow(undated.head.value("Date")), "\(undated.head.value("Date") ?? "none")")
+    }
+
+    @Test func theDateIsFormattedOncePerSecond() {
+        var cache = DateFieldCache()
+        #expect(String(decoding: cache.value(at: 784_111_777), as: UTF8.self) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(String(decoding: cache.value(at: 784_111_777), as: UTF8.self) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(cache.formatted == 1)
+        #expect(String(decoding: cache.value(at: 784_111_778), as: UTF8.self) == "Sun, 06 Nov 1994 08:49:38 GMT")
+        #expect(cache.formatted == 2)
+        var writer = HTTPHeadWriter()
+        cache.appendField(at: 1_796_022_230, to: &writer)
+        let text = writer.text
+        let wroteDate = writer.wroteDate
+        #expect(text == "Date: Mon, 30 Nov 2026 07:03:50 GMT\r\n")
+        #expect(wroteDate)
+    }
+}
