@@ -7,8 +7,8 @@ import AGTestSupport
 import Testing
 
 /// What RFC 9110 and 9112 ask of a server beyond parsing, on real sockets: every answer carries
-/// a `Date` (RFC 9110 section 6.6.1; a proxied one keeps the upstream's own). Each test failed
-/// before its change.
+/// a `Date` (RFC 9110 section 6.6.1; a proxied one keeps the upstream's own), and an HTTP/1.0
+/// client kept alive is told so (RFC 9112 section 9.3). Each test failed before its change.
 @Suite struct AnswerFieldsAndEmptyLinesTests {
     // MARK: Date
 
@@ -73,5 +73,37 @@ import Testing
         let wroteDate = writer.wroteDate
         #expect(text == "Date: Mon, 30 Nov 2026 07:03:50 GMT\r\n")
         #expect(wroteDate)
+    }
+
+    // MARK: HTTP/1.0 keep-alive
+
+    @Test func anHTTP10ClientKeptAliveIsToldSo() throws {
+        let server = try TestServer(HTTPServerConfiguration(), handler: HTTPServerHardeningTests.ok)
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 5)
+        client.write("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let kept = try #require(client.readResponse())
+        #expect(kept.head.value("Connection") == "keep-alive")
+        client.write("GET /b HTTP/1.0\r\n\r\n")
+        let closing = try #require(client.readResponse())
+        #expect(closing.head.value("Connection") == "close", "without keep-alive HTTP/1.0 closes")
+        #expect(client.readResponse() == nil)
+        // HTTP/1.1 answers stay as they were: no Connection field when kept alive.
+        let modern = server.connect(receiveTimeout: 5)
+        #expect(modern.exchange("GET", "/c")?.head.value("Connection") == nil)
+    }
+
+    @Test func aProxiedAnswerToAnHTTP10ClientKeptAliveIsToldSo() throws {
+        let upstream = try ScriptedUpstream { connection, _ in ScriptedUpstream.keepAliveResponder(connection) }
+        defer { upstream.stop() }
+        let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
+        defer { proxy.stop() }
+        let client = proxy.connect()
+        client.write("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let first = try #require(client.readResponse())
+        #expect(first.text == "ok")
+        #expect(first.head.value("Connection") == "keep-alive")
+        client.write("GET /b HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        #expect(client.readResponse()?.head.value("Connection") == "keep-alive", "the same connection served it")
     }
 }

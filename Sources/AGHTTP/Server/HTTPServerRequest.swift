@@ -126,7 +126,7 @@ public final class HTTPServerRequest {
                 writer.append(decimal: body.count)
                 writer.appendCRLF()
             }
-            if !keepAlive { writer.appendField(.connection, "close") }
+            appendConnection(to: &writer)
             writer.appendCRLF()
         }
         if hasBody { connection.appendBody(body) }
@@ -167,8 +167,19 @@ public final class HTTPServerRequest {
             } else if chunked {
                 writer.appendField(.transferEncoding, "chunked")
             }
-            if !keepAlive { writer.appendField(.connection, "close") }
+            appendConnection(to: &writer)
             writer.appendCRLF()
+        }
+    }
+
+    /// `Connection: close` when the connection closes after this answer; `Connection:
+    /// keep-alive` when an HTTP/1.0 client's stays open (HTTP/1.0 closes unless told otherwise,
+    /// RFC 9112 section 9.3 and appendix C.2.2).
+    private func appendConnection(to writer: inout HTTPHeadWriter) {
+        if !keepAlive {
+            writer.appendField(.connection, "close")
+        } else if head.versionMinor == 0 {
+            writer.appendField(.connection, "keep-alive")
         }
     }
 
