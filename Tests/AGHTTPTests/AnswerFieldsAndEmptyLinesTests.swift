@@ -7,8 +7,9 @@ import AGTestSupport
 import Testing
 
 /// What RFC 9110 and 9112 ask of a server beyond parsing, on real sockets: every answer carries
-/// a `Date` (RFC 9110 section 6.6.1; a proxied one keeps the upstream's own), and an HTTP/1.0
-/// client kept alive is told so (RFC 9112 section 9.3). Each test failed before its change.
+/// a `Date` (RFC 9110 section 6.6.1; a proxied one keeps the upstream's own), an HTTP/1.0
+/// client kept alive is told so (RFC 9112 section 9.3), and empty lines before a request line
+/// are skipped (RFC 9112 section 2.2). Each test failed before its change.
 @Suite struct AnswerFieldsAndEmptyLinesTests {
     // MARK: Date
 
@@ -105,5 +106,54 @@ import Testing
         #expect(first.head.value("Connection") == "keep-alive")
         client.write("GET /b HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         #expect(client.readResponse()?.head.value("Connection") == "keep-alive", "the same connection served it")
+    }
+
+    // MARK: Empty lines before a request line
+
+    @Test func anEmptyLineBeforeARequestLineIsSkipped() throws {
+        let server = try TestServer(HTTPServerConfiguration(), handler: HTTPServerHardeningTests.ok)
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 5)
+        client.write("\r\nGET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+        // Split across reads, and more than one.
+        client.write("\r")
+        #expect(eventually { server.connectionCount == 1 })
+        client.write("\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+        #expect(server.requestCount == 2)
+        #expect(server.localErrors.isEmpty)
+    }
+
+    @Test func aCRLFAfterABodyBeforeThePipelinedRequestIsSkipped() throws {
+        let server = try TestServer(HTTPServerConfiguration()) { request in
+            request.collectBody(limit: 100) { body in
+                request.respond(status: 200, headers: HTTPHeaders(), body: (try? body.get()) ?? [])
+            }
+        }
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 5)
+        client.write("POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi\r\nGET /next HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(client.readResponse()?.text == "hi")
+        let next = try #require(client.readResponse())
+        #expect(next.status == 200)
+        #expect(next.head.value("Connection") == nil, "kept alive")
+        #expect(server.requestCount == 2)
+    }
+
+    @Test func tooManyEmptyLinesOrABareLFAreStillRefused() throws {
+        let server = try TestServer(HTTPServerConfiguration(), handler: HTTPServerHardeningTests.ok)
+        defer { server.stop() }
+        let flood = server.connect(receiveTimeout: 5)
+        let lines = String(repeating: "\r\n", count: HTTPServerConnection.maxEmptyLinesBeforeRequest + 1)
+        flood.write(lines + "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(flood.readResponse()?.status == 400)
+        // A bare LF is no empty line: refused as in every other place of a head.
+        let bareLF = server.connect(receiveTimeout: 5)
+        bareLF.write("\nGET / HTTP/1.1\r\nHost: h\r\n\r\n")
+        let refused = try #require(bareLF.readResponse())
+        #expect(refused.status == 400)
+        #expect(refused.text.contains("bare LF"))
+        #expect(server.requestCount == 0)
     }
 }

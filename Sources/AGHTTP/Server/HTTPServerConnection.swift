@@ -59,6 +59,8 @@ final class HTTPServerConnection {
     /// Plain sockets: reads in place of the bufferevent (no FIONREAD query per read) and bounds
     /// the input at `readHighWatermark`; nil under TLS and once closed.
     private var reader: PlainSocketReader?
+    /// Empty lines skipped before the request line now awaited (`skipEmptyLines`).
+    private var emptyLinesSkipped = 0
 
     /// Wraps an accepted socket, in TLS when `tls` is given; nil (socket closed) when OpenSSL or
     /// libevent cannot make the connection.
@@ -318,6 +320,7 @@ final class HTTPServerConnection {
 
     /// Returns false when more input is needed or the connection is closing.
     private func parseHead() -> Bool {
+        guard skipEmptyLines() else { return false }
         let available = evbuffer_get_length(input)
         let maxHead = configuration.maxHeadBytes
         guard let headLength = headEnd(in: input, limit: maxHead) else {
@@ -339,6 +342,33 @@ final class HTTPServerConnection {
         return startRequest()
     }
 
+    /// The most empty lines skipped before one request line; more is refused like an empty
+    /// request line (each read restarts the idle timeout, so they must not go on forever).
+    static let maxEmptyLinesBeforeRequest = 8
+
+    /// RFC 9112 section 2.2: a server SHOULD ignore at least one empty line (CRLF) before a
+    /// request line; some clients send one after a body. Drops CRLFs at the front of the input;
+    /// false when nothing else is there yet or the connection was refused. A bare LF is not an
+    /// empty line here: it is refused as in every other line of a head (a parser that takes it
+    /// for one reads lines where this one does not — the smuggling defence of
+    /// `HTTPStrictnessTests`).
+    private func skipEmptyLines() -> Bool {
+        while true {
+            let length = evbuffer_get_length(input)
+            guard length > 0 else { return false }
+            guard let front = evbuffer_pullup(input, min(length, 2)), front[0] == 0x0D else { return true }
+            // A CR alone waits for its LF; a CR before anything else is the parser's to refuse.
+            guard length >= 2 else { return false }
+            guard front[1] == 0x0A else { return true }
+            evbuffer_drain(input, 2)
+            emptyLinesSkipped += 1
+            if emptyLinesSkipped > Self.maxEmptyLinesBeforeRequest {
+                refuse(HTTPLocalError(.malformed("empty request line")))
+                return false
+            }
+        }
+    }
+
     /// A whole head read into an empty input while a head is awaited, taken straight from the
     /// read (`PlainSocketReader.offer`): copied once into the head buffer, whatever follows it
     /// (a body, pipelined heads) put into the input before the handler runs. Through the
@@ -346,7 +376,8 @@ final class HTTPServerConnection {
     /// across the chain (~1,000 instructions per proxied request). False for anything else (a
     /// partial head, one past the limit, a request in progress): the usual way then decides.
     private func takeHead(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard !parsingInput, awaitingHead, let start = bytes.baseAddress,
+        // A read starting with CR may open with empty lines: the input's way skips them.
+        guard !parsingInput, awaitingHead, let start = bytes.baseAddress, bytes[0] != 0x0D,
               let headLength = blankLineEnd(start, count: min(bytes.count, configuration.maxHeadBytes)) else {
             return false
         }
@@ -379,6 +410,7 @@ final class HTTPServerConnection {
             return false
         }
         cancelDeadline()
+        emptyLinesSkipped = 0
         if server.isShuttingDown { request.keepAlive = false }
         machine.requestStarted(keepAlive: request.keepAlive)
         current = request
