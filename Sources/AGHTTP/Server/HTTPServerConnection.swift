@@ -56,6 +56,8 @@ final class HTTPServerConnection {
     private var deadline: EventTimer?
     /// Body bytes seen when the current body-rate window started.
     var bodyWindowStart: Int?
+    /// Bytes read and dropped after the last answer (`discardInput`).
+    private var discardedBytes = 0
     /// Plain sockets: reads in place of the bufferevent (no FIONREAD query per read) and bounds
     /// the input at `readHighWatermark`; nil under TLS and once closed.
     private var reader: PlainSocketReader?
@@ -231,9 +233,10 @@ final class HTTPServerConnection {
     }
 
     /// Which read timeout runs: none (a handler is answering), the request's (head and body
-    /// being read) or the keep-alive idle timeout. The write timeout always runs.
+    /// being read), the keep-alive idle timeout or the lingering one (between reads after the
+    /// last answer). The write timeout always runs.
     enum ReadTimeout {
-        case off, request, idle
+        case off, request, idle, lingering
     }
 
     func setTimeouts(read: ReadTimeout) {
@@ -244,6 +247,7 @@ final class HTTPServerConnection {
             case .off: reader.setTimeout(nil)
             case .request: reader.setTimeout(timevals.read)
             case .idle: reader.setTimeout(timevals.idle)
+            case .lingering: reader.setTimeout(timevals.lingering)
             }
             return
         }
@@ -256,6 +260,9 @@ final class HTTPServerConnection {
             bufferevent_set_timeouts(bev, &readTV, &writeTV)
         case .idle:
             var readTV = timevals.idle
+            bufferevent_set_timeouts(bev, &readTV, &writeTV)
+        case .lingering:
+            var readTV = timevals.lingering
             bufferevent_set_timeouts(bev, &readTV, &writeTV)
         }
     }
@@ -286,6 +293,7 @@ final class HTTPServerConnection {
         switch machine.state {
         case .handshaking: handshakeTimedOut()
         case .readingHead: refuse(.headTimeout)
+        case .lingering: close()
         default: bodyRateWindowEnded()
         }
     }
@@ -293,6 +301,10 @@ final class HTTPServerConnection {
     // MARK: Reading
 
     private func readable() {
+        if machine.discardsInput {
+            discardInput()
+            return
+        }
         if let current {
             if !current.finished { pumpBody() }
             return
@@ -448,16 +460,15 @@ final class HTTPServerConnection {
         guard request === current else { return }
         request.response = .complete
         flushOutput()
-        var reusable = request.keepAlive
-        if !request.decoder.isDone {
-            // Drop whatever of the unread body has already arrived; if more is due, close.
-            let sink = evbuffer_new()!
-            _ = request.decoder.decode(from: input, into: sink)
-            evbuffer_free(sink)
-            if !request.decoder.isDone { reusable = false }
-        }
+        // Whatever of the unread body has already arrived is dropped; if more is due, close.
+        let reusable = discardArrivedBody(request) && request.keepAlive
         cancelDeadline()
-        switch machine.responseFinished(reusable: reusable) {
+        // The client may still be sending when its body is not over, bytes wait unread, or
+        // its head was refused (a body may follow it); a client whose head timed out is not
+        // waited for any longer.
+        let clientMaySend = request.localError == .headTimeout ? false
+            : !request.decoder.isDone || evbuffer_get_length(input) > 0 || request.localError != nil
+        switch machine.responseFinished(reusable: reusable, clientMaySend: clientMaySend) {
         case .readNextRequest:
             current = nil
             setTimeouts(read: .idle)
@@ -465,16 +476,69 @@ final class HTTPServerConnection {
         case .drainThenClose:
             setReading(false)
             if evbuffer_get_length(output) == 0 { _ = machine.outputDrained(); close(notifyPeer: true) }
+        case .drainThenLinger:
+            // Reading goes on while the answer drains: a client blocked writing its upload
+            // would otherwise never read the answer. No read timeout meanwhile (the write's runs).
+            guard discardInput() else { return }
+            setTimeouts(read: .off)
+            setReading(true)
+            if evbuffer_get_length(output) == 0, machine.outputDrained() == .linger { startLingering() }
         default:
             break
         }
     }
 
+    /// Drops what of the request's unread body has already arrived; true when the body is
+    /// complete (nothing of it is left to come).
+    func discardArrivedBody(_ request: HTTPServerRequest) -> Bool {
+        guard !request.decoder.isDone else { return true }
+        let sink = evbuffer_new()!
+        _ = request.decoder.decode(from: input, into: sink)
+        evbuffer_free(sink)
+        return request.decoder.isDone
+    }
+
+    /// The answer is written: shut the write side (after a TLS close_notify) and read and
+    /// drop what the client still sends until it closes, `lingeringTimeout` passes without a
+    /// read, `lingeringTime` passes in all or `lingeringMaxBytes` were read (nginx's
+    /// lingering close). The connection stays counted among the server's meanwhile.
+    private func startLingering() {
+        guard bev != nil else { return }
+        current = nil
+        if let ssl = tlsConnection { TLSConnectionInfo.sendCloseNotify(ssl) }
+        _ = Glibc.shutdown(descriptor, Int32(SHUT_WR))
+        guard discardInput() else { return }
+        setTimeouts(read: .lingering)
+        setReading(true)
+        armDeadline(after: configuration.lingeringTime)
+    }
+
+    /// Drops the input, counting it against `lingeringMaxBytes`; false when that closed the
+    /// connection.
+    @discardableResult
+    private func discardInput() -> Bool {
+        let length = evbuffer_get_length(input)
+        guard length > 0 else { return true }
+        evbuffer_drain(input, length)
+        discardedBytes += length
+        guard discardedBytes <= configuration.lingeringMaxBytes else {
+            close()
+            return false
+        }
+        return true
+    }
+
     private func writable() {
         if let bev, !isSecure { bufferevent_disable(bev, Int16(EV_WRITE)) }
-        if machine.outputDrained() == .close {
+        switch machine.outputDrained() {
+        case .close:
             close(notifyPeer: true)
             return
+        case .linger:
+            startLingering()
+            return
+        default:
+            break
         }
         if let current {
             current.onWritable?()
@@ -487,10 +551,10 @@ final class HTTPServerConnection {
     /// The server is shutting down.
     func shutdown() {
         let handshaking = machine.state == .handshaking
-        if machine.shutdown() == .close {
-            close(notifyPeer: !handshaking)
-        } else {
-            current?.keepAlive = false
+        switch machine.shutdown() {
+        case .close: close(notifyPeer: !handshaking)
+        case .stopReading: setReading(false)
+        default: current?.keepAlive = false
         }
     }
 
@@ -499,6 +563,12 @@ final class HTTPServerConnection {
     private func event(_ events: Int16) {
         if machine.state == .handshaking {
             handshakeEvent(events)
+            return
+        }
+        if machine.discardsInput, machine.state != .lingering, events & Int16(BEV_EVENT_EOF) != 0,
+           events & Int16(BEV_EVENT_WRITING) == 0 {
+            // The client closed while its answer drains: that still goes out, then close.
+            if machine.peerClosed(requestComplete: true) == .stopReading { setReading(false) }
             return
         }
         if events & Int16(BEV_EVENT_EOF) != 0, events & Int16(BEV_EVENT_WRITING) == 0, let request = current,

@@ -116,6 +116,9 @@ public final class HTTPServerRequest {
     public func respond(status: Int, headers: HTTPHeaders, body: [UInt8]) {
         guard response == .notStarted, let connection else { return }
         response = .complete
+        // An answer before the body was read: unless the rest has already arrived, the
+        // connection closes after it, and says so.
+        if keepAlive, !connection.discardArrivedBody(self) { keepAlive = false }
         let hasBody = method != "HEAD" && status != 204 && status != 304
         connection.writeHead { writer in
             writer.appendStatusLine(status)
