@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "AGCrypto", dependencies: ["AGSync", "COpenSSL", "CShims"], swiftSettings: crossModule),
         .target(name: "AGYAML", dependencies: ["CYAML"], swiftSettings: crossModule),
         .target(name: "AGRedis", dependencies: ["AGEventLoop", "CHiredis", "CShims"], swiftSettings: uncheckedExclusivity),
-        .target(name: "AGHTTP", dependencies: ["AGSync", "AGEventLoop", "AGCrypto", "CEvent", "CShims"], swiftSettings: uncheckedExclusivity),
+        .target(name: "AGHTTP", dependencies: ["AGSync", "AGEventLoop", "AGCrypto", "AGFormats", "CEvent", "CShims"], swiftSettings: uncheckedExclusivity),
 
         // Pure domain code: no sockets, no C, the clock injected.
         .target(name: "AGFormats", swiftSettings: crossModule),

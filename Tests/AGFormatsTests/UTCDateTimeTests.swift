@@ -34,3 +34,38 @@ struct UTCDateTimeTests {
         }
     }
 }
+
+@Suite("IMF-fixdate (RFC 9110 section 5.6.7)")
+struct IMFFixdateTests {
+    @Test("known instants", arguments: [
+        (Int64(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT"),
+        (Int64(0), "Thu, 01 Jan 1970 00:00:00 GMT"),
+        (Int64(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT"),
+        (Int64(1_796_022_230), "Mon, 30 Nov 2026 07:03:50 GMT"),
+        (Int64(4_102_444_799), "Thu, 31 Dec 2099 23:59:59 GMT"),
+        (Int64(-1), "Wed, 31 Dec 1969 23:59:59 GMT"),
+    ])
+    func knownInstants(seconds: Int64, text: String) {
+        var out: [UInt8] = []
+        UTCDateTime(unixSeconds: seconds).writeIMFFixdate(to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == text)
+        #expect(out.count == 29)
+    }
+
+    @Test("weekday and month names agree with Foundation on every day of 2000 to 2030")
+    func agreesWithFoundation() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var seconds = Int64(946_684_800 + 3_723)
+        while seconds < 1_893_456_000 {
+            var out: [UInt8] = []
+            UTCDateTime(unixSeconds: seconds).writeIMFFixdate(to: &out)
+            let theirs = formatter.string(from: Date(timeIntervalSince1970: Double(seconds)))
+            #expect(String(decoding: out, as: UTF8.self) == theirs)
+            if String(decoding: out, as: UTF8.self) != theirs { break }
+            seconds += 86_400
+        }
+    }
+}

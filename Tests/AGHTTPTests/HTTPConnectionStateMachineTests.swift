@@ -21,12 +21,57 @@ import Testing
             var machine = HTTPConnectionStateMachine()
             machine.requestStarted(keepAlive: keepAlive)
             #expect(machine.responseFinished(reusable: reusable) == .drainThenClose)
-            #expect(machine.state == .draining)
+            #expect(machine.state == .draining(linger: false))
             #expect(machine.responseFinished(reusable: true) == .none, "answered twice is ignored")
             #expect(machine.outputDrained() == .close)
             #expect(machine.isClosed)
             #expect(machine.outputDrained() == .none)
         }
+    }
+
+    @Test func anAnswerWhileTheClientMaySendLingersAfterItIsWritten() {
+        var machine = HTTPConnectionStateMachine()
+        machine.requestStarted(keepAlive: true)
+        #expect(machine.responseFinished(reusable: false, clientMaySend: true) == .drainThenLinger)
+        #expect(machine.state == .draining(linger: true))
+        #expect(machine.discardsInput, "input is dropped while the answer drains")
+        #expect(machine.outputDrained() == .linger)
+        #expect(machine.state == .lingering)
+        #expect(machine.discardsInput)
+        #expect(machine.outputDrained() == .none)
+        #expect(machine.peerClosed(requestComplete: true) == .close, "the client's close ends the lingering")
+        #expect(machine.isClosed)
+        var reusable = HTTPConnectionStateMachine()
+        reusable.requestStarted(keepAlive: true)
+        #expect(reusable.responseFinished(reusable: true, clientMaySend: true) == .readNextRequest,
+                "a reusable connection reads the next request instead")
+    }
+
+    @Test func noLingeringOnceTheClientHalfClosedOrTheServerShutsDown() {
+        var halfClosed = HTTPConnectionStateMachine()
+        halfClosed.requestStarted(keepAlive: true)
+        #expect(halfClosed.peerClosed(requestComplete: true) == .stopReading)
+        #expect(halfClosed.responseFinished(reusable: false, clientMaySend: true) == .drainThenClose)
+        var closedWhileDraining = HTTPConnectionStateMachine()
+        closedWhileDraining.requestStarted(keepAlive: false)
+        #expect(closedWhileDraining.responseFinished(reusable: false, clientMaySend: true) == .drainThenLinger)
+        #expect(closedWhileDraining.peerClosed(requestComplete: true) == .stopReading, "the answer still goes out")
+        #expect(closedWhileDraining.outputDrained() == .close)
+        var shuttingDown = HTTPConnectionStateMachine()
+        shuttingDown.requestStarted(keepAlive: true)
+        #expect(shuttingDown.shutdown() == .none)
+        #expect(shuttingDown.responseFinished(reusable: true, clientMaySend: true) == .drainThenClose)
+        var drainingAtShutdown = HTTPConnectionStateMachine()
+        drainingAtShutdown.requestStarted(keepAlive: false)
+        _ = drainingAtShutdown.responseFinished(reusable: false, clientMaySend: true)
+        #expect(drainingAtShutdown.shutdown() == .stopReading)
+        #expect(drainingAtShutdown.outputDrained() == .close)
+        var lingeringAtShutdown = HTTPConnectionStateMachine()
+        lingeringAtShutdown.requestStarted(keepAlive: false)
+        _ = lingeringAtShutdown.responseFinished(reusable: false, clientMaySend: true)
+        _ = lingeringAtShutdown.outputDrained()
+        #expect(lingeringAtShutdown.shutdown() == .close, "a lingering connection does not hold the shutdown")
+        #expect(lingeringAtShutdown.isClosed)
     }
 
     @Test func outputDrainedOutsideDrainingDoesNothing() {

@@ -99,7 +99,40 @@ import Testing
         ("GET http:///p HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("no host in the request target")),
         ("GET http://h\"x/p HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("malformed request target")),
         ("GET http://h/p HTTP/1.1\r\n\r\n", .malformed("missing Host header")),
+        ("GET http://h:99999/p HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("malformed request target")),
+        ("GET http://h:8x/p HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("malformed request target")),
+        ("GET http://:80/p HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("malformed request target")),
+        ("GET http://[::1/p HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("malformed request target")),
     ]
+
+    /// RFC 9112 section 3.2: a `Host` that is not `uri-host [ ":" port ]` is a 400 (these were
+    /// accepted and relayed as the gateway-set `X-Forwarded-Host`), on HTTP/1.0 too.
+    static let invalidHosts = [
+        "a b", "evil.example/x?y", "evil.example/", "user@evil.example", "evil.example, good.example", "<script>",
+        "evil.example:99999x", "evil.example:99999", "evil.example:123456", "evil.example:-1", ":8080", "a:b:c",
+        "[::1", "[]", "[::1]x", "[::1]:8o", "x[y]", "%zz.example", "a%2", "h\\x", "h\"q", "h{x}", "h|x", "h`x", "h^x",
+    ]
+
+    @Test(arguments: invalidHosts, [1, 0])
+    func invalidHostValuesAreRefused(_ host: String, _ minor: Int) {
+        #expect(throws: HTTPParseError.malformed("invalid Host header"), "\(host)") {
+            _ = try HTTPHeadParser.parseRequest(Array("GET / HTTP/1.\(minor)\r\nHost: \(host)\r\n\r\n".utf8))
+        }
+    }
+
+    /// Registered names, IPv4 and IPv6 literals with or without a port, percent-encoded
+    /// bytes, sub-delims (`a,b` is a reg-name by RFC 3986's grammar), and the empty value a
+    /// target without an authority calls for (RFC 9110 section 7.2).
+    static let validHosts = [
+        "example.com", "EXAMPLE.com:8080", "127.0.0.1", "127.0.0.1:80", "[::1]", "[::1]:8080", "[fe80::1%25eth0]:443",
+        "h:", "h:65535", "xn--bcher-kva.example", "a%41b", "a,b", "a_b~c!$&'()*+;=", "",
+    ]
+
+    @Test(arguments: validHosts)
+    func validHostValuesAreAccepted(_ host: String) throws {
+        let head = try HTTPHeadParser.parseRequest(Array("GET / HTTP/1.1\r\nHost: \(host)\r\n\r\n".utf8))
+        #expect(head.headers.first { $0.name == .host }.map { String(decoding: head.headers.storage[$0.valueRange], as: UTF8.self) } == host)
+    }
 
     @Test(arguments: refusedTargets)
     func badAbsoluteFormTargetsAreRefused(_ text: String, _ expected: HTTPParseError) {

@@ -48,6 +48,19 @@ public final class RawTestSocket {
         }
     }
 
+    /// Sends all of `bytes`, waiting for room, as a client that writes its whole request
+    /// before reading does; false when the connection was reset or closed under it.
+    public func sendAll(_ bytes: [UInt8]) -> Bool {
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            let n = rest.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return false }
+            rest = rest.dropFirst(n)
+        }
+        return true
+    }
+
     /// Everything received until the peer closes or `timeout` passes; `closed` tells which.
     public func readUntilClose(timeout: Duration) -> (bytes: [UInt8], closed: Bool) {
         let deadline = ContinuousClock.now + timeout

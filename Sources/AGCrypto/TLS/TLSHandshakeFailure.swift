@@ -97,6 +97,8 @@ package enum TLSConnectionInfo {
     /// Sends close_notify once, without waiting for the peer's (the socket closes right after).
     /// Only for a connection whose handshake finished and that saw no fatal error.
     package static func sendCloseNotify(_ connection: OpaquePointer) {
+        // Once: a connection that lingered after its answer sent it then.
+        guard SSL_get_shutdown(connection) & SSL_SENT_SHUTDOWN == 0 else { return }
         SSL_set_quiet_shutdown(connection, 0)
         _ = SSL_shutdown(connection)
         ERR_clear_error()

@@ -13,6 +13,8 @@ public struct UTCDateTime: Sendable, Hashable {
     public let second: Int
     /// 0 … 999.
     public let millisecond: Int
+    /// 0 (Sunday) … 6 (Saturday).
+    public let weekday: Int
 
     /// The calendar fields of `unixMilliseconds` (negative times are before 1970).
     public init(unixMilliseconds: Int64) {
@@ -25,6 +27,8 @@ public struct UTCDateTime: Sendable, Hashable {
         minute = Int(inDay / 60_000 % 60)
         second = Int(inDay / 1000 % 60)
         millisecond = Int(inDay % 1000)
+        // 1970-01-01 was a Thursday.
+        weekday = Int(Self.floorDivide(days + 4, 7).1)
     }
 
     /// The calendar fields of `unixSeconds`.
@@ -59,6 +63,29 @@ public struct UTCDateTime: Sendable, Hashable {
         }
         out.append(UInt8(ascii: "Z"))
     }
+
+    /// Appends the IMF-fixdate spelling (RFC 9110 section 5.6.7), always 29 bytes for years
+    /// 1000 … 9999: `Sun, 06 Nov 1994 08:49:37 GMT`.
+    public func writeIMFFixdate(to out: inout [UInt8]) {
+        let day = weekday * 3
+        out.append(contentsOf: Self.dayNames.utf8.dropFirst(day).prefix(3))
+        out.append(contentsOf: ", ".utf8)
+        Self.append(self.day, width: 2, to: &out)
+        out.append(UInt8(ascii: " "))
+        out.append(contentsOf: Self.monthNames.utf8.dropFirst((month - 1) * 3).prefix(3))
+        out.append(UInt8(ascii: " "))
+        Self.append(year, width: 4, to: &out)
+        out.append(UInt8(ascii: " "))
+        Self.append(hour, width: 2, to: &out)
+        out.append(UInt8(ascii: ":"))
+        Self.append(minute, width: 2, to: &out)
+        out.append(UInt8(ascii: ":"))
+        Self.append(second, width: 2, to: &out)
+        out.append(contentsOf: " GMT".utf8)
+    }
+
+    private static let dayNames = "SunMonTueWedThuFriSat"
+    private static let monthNames = "JanFebMarAprMayJunJulAugSepOctNovDec"
 
     /// `YYYYMM`, the month key of the monthly-active-device counters.
     public var monthKey: String {

@@ -169,7 +169,8 @@ enum ForwardHeaders {
             writer.append(hop.scheme)
         }
         writer.appendCRLF()
-        if let value = (hop.peerTrusted ? forwardedHost?.valueRange : nil) ?? hop.targetAuthority ?? host?.valueRange {
+        if let value = (hop.peerTrusted ? forwardedHost?.valueRange : nil) ?? hop.targetAuthority ?? host?.valueRange,
+           !value.isEmpty { // an empty Host (a target without an authority) names no host
             writer.appendFieldName(.xForwardedHost)
             writer.append(inbound.storage[value])
             writer.appendCRLF()

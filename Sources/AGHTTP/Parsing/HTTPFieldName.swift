@@ -24,6 +24,7 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
     case proxyAuthenticate
     case xTeamID
     case xBundleID
+    case date
 
     /// The canonical spelling, as the gateway writes it.
     public var text: String { spelling.description }
@@ -54,6 +55,7 @@ public enum HTTPFieldName: UInt8, Sendable, CaseIterable {
         case .proxyAuthenticate: "Proxy-Authenticate"
         case .xTeamID: "X-Team-ID"
         case .xBundleID: "X-Bundle-ID"
+        case .date: "Date"
         }
     }
 

@@ -55,9 +55,18 @@ public enum HTTPHeadParser {
         }
         let headers = try parseFields(storage, &lines, into: &fieldList)
         var hosts = 0
-        for field in headers where field.name == .host { hosts += 1 }
+        var host: HTTPField?
+        for field in headers where field.name == .host {
+            hosts += 1
+            host = field
+        }
         guard hosts <= 1 else { throw .malformed("more than one Host header") }
         guard hosts == 1 || minor == 0 else { throw .malformed("missing Host header") }
+        // RFC 9112 section 3.2: an invalid Host value is a 400. An empty one is valid (a target
+        // URI without an authority, RFC 9110 section 7.2).
+        if let host, !host.valueRange.isEmpty, !isAuthority(bytes, host.valueRange) {
+            throw .malformed("invalid Host header")
+        }
         let lacksSlash = authority != nil && (origin.isEmpty || bytes[origin.lowerBound] != UInt8(ascii: "/"))
         let originText = String(decoding: storage[origin], as: UTF8.self)
         return HTTPRequestHead(method: knownMethod(bytes, method) ?? String(decoding: storage[method], as: UTF8.self),
@@ -91,7 +100,55 @@ public enum HTTPHeadParser {
             end += 1
         }
         guard end > start else { throw .malformed("no host in the request target") }
+        guard isAuthority(bytes, start..<end) else { throw .malformed("malformed request target") }
         return (start..<end, end..<target.upperBound)
+    }
+
+    /// `uri-host [ ":" port ]` without userinfo (RFC 9110 sections 4.2.1 and 7.2, RFC 3986
+    /// section 3.2): an IP-literal in brackets, or a non-empty reg-name or IPv4 address of
+    /// authority bytes (a `%` followed by two hex digits); then, after a colon, a port of at
+    /// most five digits up to 65535 (RFC 3986 allows more digits and an empty port; no TCP
+    /// port has more, and an empty one means the default). What the absolute-form target's
+    /// authority and the `Host` field must be.
+    static func isAuthority(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
+        var index = range.lowerBound
+        guard index < range.upperBound else { return false }
+        if bytes[index] == UInt8(ascii: "[") {
+            index += 1
+            while index < range.upperBound, bytes[index] != UInt8(ascii: "]") {
+                guard isAuthorityByte(bytes[index]), bytes[index] != UInt8(ascii: "[") else { return false }
+                index += 1
+            }
+            guard index < range.upperBound, index > range.lowerBound + 1 else { return false }
+            index += 1
+        } else {
+            while index < range.upperBound, bytes[index] != UInt8(ascii: ":") {
+                let byte = bytes[index]
+                guard isAuthorityByte(byte), byte != UInt8(ascii: "["), byte != UInt8(ascii: "]") else { return false }
+                if byte == UInt8(ascii: "%") {
+                    guard index + 2 < range.upperBound, isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2]) else { return false }
+                    index += 2
+                }
+                index += 1
+            }
+            guard index > range.lowerBound else { return false }
+        }
+        guard index < range.upperBound else { return true }
+        guard bytes[index] == UInt8(ascii: ":"), range.upperBound - index - 1 <= 5 else { return false }
+        var port = 0
+        index += 1
+        while index < range.upperBound {
+            let byte = bytes[index]
+            guard byte >= 0x30 && byte <= 0x39 else { return false }
+            port = port * 10 + Int(byte - 0x30)
+            index += 1
+        }
+        return port <= 65535
+    }
+
+    @inline(__always)
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
     }
 
     /// A byte of an authority without userinfo: unreserved, `%`, sub-delims, `:`, `[`, `]`.

@@ -19,6 +19,8 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
     public private(set) var count = 0
     /// A `Host` field has been written (the pool adds one otherwise).
     public private(set) var wroteHost = false
+    /// A `Date` field has been written (the server adds one otherwise).
+    public private(set) var wroteDate = false
 
     public init(capacity: Int = 1024) {
         self.capacity = max(capacity, 64)
@@ -48,6 +50,7 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
     public mutating func reset() {
         count = 0
         wroteHost = false
+        wroteDate = false
     }
 
     @inline(__always)
@@ -207,7 +210,7 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
         appendTwo(UInt8(ascii: ":"), 0x20)
         append(value)
         appendCRLF()
-        if !wroteHost, name.utf8.count == 4, HTTPFieldName(name) == .host { wroteHost = true }
+        if name.utf8.count == 4 { noteWritten(HTTPFieldName(name)) }
     }
 
     public mutating func appendField(_ name: HTTPFieldName, _ value: String) {
@@ -215,7 +218,7 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
         appendTwo(UInt8(ascii: ":"), 0x20)
         append(value)
         appendCRLF()
-        if name == .host { wroteHost = true }
+        noteWritten(name)
     }
 
     /// Appends a parsed field as received: its name bytes, `": "`, its value bytes.
@@ -226,7 +229,7 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
             append(UnsafeRawBufferPointer(rebasing: storage[field.valueRange]))
         }
         appendCRLF()
-        if field.name == .host { wroteHost = true }
+        noteWritten(field.name)
     }
 
     /// Appends `name: ` and leaves the value to the caller (values built from pieces, such as
@@ -234,7 +237,16 @@ public struct HTTPHeadWriter: ~Copyable, @unchecked Sendable {
     public mutating func appendFieldName(_ name: HTTPFieldName) {
         append(name.spelling)
         appendTwo(UInt8(ascii: ":"), 0x20)
-        if name == .host { wroteHost = true }
+        noteWritten(name)
+    }
+
+    @inline(__always)
+    private mutating func noteWritten(_ name: HTTPFieldName) {
+        switch name {
+        case .host: wroteHost = true
+        case .date: wroteDate = true
+        default: break
+        }
     }
 }
 

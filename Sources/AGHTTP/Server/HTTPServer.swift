@@ -20,6 +20,14 @@ public struct HTTPServerConfiguration: Sendable {
     public var writeTimeout: Duration = .seconds(30)
     /// How long a keep-alive connection may sit idle between requests.
     public var idleTimeout: Duration = .seconds(60)
+    /// Lingering close (RFC 9112 section 9.6), after an answer given while the client may
+    /// still be sending (a body not read, a refused head): the write side is shut and what
+    /// arrives is read and dropped for at most `lingeringTimeout` between reads,
+    /// `lingeringTime` in all and `lingeringMaxBytes`, then the connection closes. nginx's
+    /// `lingering_timeout` and `lingering_time` defaults; not configuration keys.
+    public var lingeringTimeout: Duration = .seconds(5)
+    public var lingeringTime: Duration = .seconds(30)
+    public var lingeringMaxBytes = 64 << 20
     public var maxHeadBytes = 16 * 1024
     /// Input buffered per connection before reading pauses (backpressure).
     public var readHighWatermark = 256 * 1024
@@ -68,9 +76,9 @@ public struct HTTPServerDelegate {
 public final class HTTPServer {
     let loop: EventLoop
     let configuration: HTTPServerConfiguration
-    /// `configuration`'s read, write and idle timeouts as libevent takes them, converted once:
-    /// a connection sets them for every request.
-    let timevals: (read: timeval, write: timeval, idle: timeval)
+    /// `configuration`'s read, write, idle and lingering timeouts as libevent takes them,
+    /// converted once: a connection sets them for every request.
+    let timevals: (read: timeval, write: timeval, idle: timeval, lingering: timeval)
     let handler: (HTTPServerRequest) -> Void
     let delegate: HTTPServerDelegate
     /// Set for a TLS listener: every accepted connection handshakes first.
@@ -80,6 +88,8 @@ public final class HTTPServer {
     private var shutdownCompletion: (() -> Void)?
     private var graceTimer: EventTimer?
     private var resumeTimer: EventTimer?
+    /// The `Date` value of this server's answers, formatted once per second.
+    var dateField = DateFieldCache()
     private var unreportedAcceptFailures = 0
     private var lastAcceptReport: ContinuousClock.Instant?
 
@@ -95,7 +105,8 @@ public final class HTTPServer {
                 handler: @escaping (HTTPServerRequest) -> Void) {
         self.loop = loop
         self.configuration = configuration
-        timevals = (timeval(configuration.readTimeout), timeval(configuration.writeTimeout), timeval(configuration.idleTimeout))
+        timevals = (timeval(configuration.readTimeout), timeval(configuration.writeTimeout), timeval(configuration.idleTimeout),
+                    timeval(configuration.lingeringTimeout))
         self.handler = handler
         self.delegate = delegate
         self.tls = tls
@@ -224,4 +235,9 @@ public final class HTTPServer {
     }
 
     var isShuttingDown: Bool { shutdownCompletion != nil }
+
+    /// Appends `Date: <now>` to an answer's head.
+    func appendDate(to writer: inout HTTPHeadWriter) {
+        dateField.appendField(at: DateFieldCache.currentSecond(), to: &writer)
+    }
 }

@@ -56,9 +56,13 @@ final class HTTPServerConnection {
     private var deadline: EventTimer?
     /// Body bytes seen when the current body-rate window started.
     var bodyWindowStart: Int?
+    /// Bytes read and dropped after the last answer (`discardInput`).
+    private var discardedBytes = 0
     /// Plain sockets: reads in place of the bufferevent (no FIONREAD query per read) and bounds
     /// the input at `readHighWatermark`; nil under TLS and once closed.
     private var reader: PlainSocketReader?
+    /// Empty lines skipped before the request line now awaited (`skipEmptyLines`).
+    private var emptyLinesSkipped = 0
 
     /// Wraps an accepted socket, in TLS when `tls` is given; nil (socket closed) when OpenSSL or
     /// libevent cannot make the connection.
@@ -229,9 +233,10 @@ final class HTTPServerConnection {
     }
 
     /// Which read timeout runs: none (a handler is answering), the request's (head and body
-    /// being read) or the keep-alive idle timeout. The write timeout always runs.
+    /// being read), the keep-alive idle timeout or the lingering one (between reads after the
+    /// last answer). The write timeout always runs.
     enum ReadTimeout {
-        case off, request, idle
+        case off, request, idle, lingering
     }
 
     func setTimeouts(read: ReadTimeout) {
@@ -242,6 +247,7 @@ final class HTTPServerConnection {
             case .off: reader.setTimeout(nil)
             case .request: reader.setTimeout(timevals.read)
             case .idle: reader.setTimeout(timevals.idle)
+            case .lingering: reader.setTimeout(timevals.lingering)
             }
             return
         }
@@ -254,6 +260,9 @@ final class HTTPServerConnection {
             bufferevent_set_timeouts(bev, &readTV, &writeTV)
         case .idle:
             var readTV = timevals.idle
+            bufferevent_set_timeouts(bev, &readTV, &writeTV)
+        case .lingering:
+            var readTV = timevals.lingering
             bufferevent_set_timeouts(bev, &readTV, &writeTV)
         }
     }
@@ -284,6 +293,7 @@ final class HTTPServerConnection {
         switch machine.state {
         case .handshaking: handshakeTimedOut()
         case .readingHead: refuse(.headTimeout)
+        case .lingering: close()
         default: bodyRateWindowEnded()
         }
     }
@@ -291,6 +301,10 @@ final class HTTPServerConnection {
     // MARK: Reading
 
     private func readable() {
+        if machine.discardsInput {
+            discardInput()
+            return
+        }
         if let current {
             if !current.finished { pumpBody() }
             return
@@ -318,6 +332,7 @@ final class HTTPServerConnection {
 
     /// Returns false when more input is needed or the connection is closing.
     private func parseHead() -> Bool {
+        guard skipEmptyLines() else { return false }
         let available = evbuffer_get_length(input)
         let maxHead = configuration.maxHeadBytes
         guard let headLength = headEnd(in: input, limit: maxHead) else {
@@ -339,6 +354,33 @@ final class HTTPServerConnection {
         return startRequest()
     }
 
+    /// The most empty lines skipped before one request line; more is refused like an empty
+    /// request line (each read restarts the idle timeout, so they must not go on forever).
+    static let maxEmptyLinesBeforeRequest = 8
+
+    /// RFC 9112 section 2.2: a server SHOULD ignore at least one empty line (CRLF) before a
+    /// request line; some clients send one after a body. Drops CRLFs at the front of the input;
+    /// false when nothing else is there yet or the connection was refused. A bare LF is not an
+    /// empty line here: it is refused as in every other line of a head (a parser that takes it
+    /// for one reads lines where this one does not — the smuggling defence of
+    /// `HTTPStrictnessTests`).
+    private func skipEmptyLines() -> Bool {
+        while true {
+            let length = evbuffer_get_length(input)
+            guard length > 0 else { return false }
+            guard let front = evbuffer_pullup(input, min(length, 2)), front[0] == 0x0D else { return true }
+            // A CR alone waits for its LF; a CR before anything else is the parser's to refuse.
+            guard length >= 2 else { return false }
+            guard front[1] == 0x0A else { return true }
+            evbuffer_drain(input, 2)
+            emptyLinesSkipped += 1
+            if emptyLinesSkipped > Self.maxEmptyLinesBeforeRequest {
+                refuse(HTTPLocalError(.malformed("empty request line")))
+                return false
+            }
+        }
+    }
+
     /// A whole head read into an empty input while a head is awaited, taken straight from the
     /// read (`PlainSocketReader.offer`): copied once into the head buffer, whatever follows it
     /// (a body, pipelined heads) put into the input before the handler runs. Through the
@@ -346,7 +388,8 @@ final class HTTPServerConnection {
     /// across the chain (~1,000 instructions per proxied request). False for anything else (a
     /// partial head, one past the limit, a request in progress): the usual way then decides.
     private func takeHead(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard !parsingInput, awaitingHead, let start = bytes.baseAddress,
+        // A read starting with CR may open with empty lines: the input's way skips them.
+        guard !parsingInput, awaitingHead, let start = bytes.baseAddress, bytes[0] != 0x0D,
               let headLength = blankLineEnd(start, count: min(bytes.count, configuration.maxHeadBytes)) else {
             return false
         }
@@ -379,6 +422,7 @@ final class HTTPServerConnection {
             return false
         }
         cancelDeadline()
+        emptyLinesSkipped = 0
         if server.isShuttingDown { request.keepAlive = false }
         machine.requestStarted(keepAlive: request.keepAlive)
         current = request
@@ -416,16 +460,15 @@ final class HTTPServerConnection {
         guard request === current else { return }
         request.response = .complete
         flushOutput()
-        var reusable = request.keepAlive
-        if !request.decoder.isDone {
-            // Drop whatever of the unread body has already arrived; if more is due, close.
-            let sink = evbuffer_new()!
-            _ = request.decoder.decode(from: input, into: sink)
-            evbuffer_free(sink)
-            if !request.decoder.isDone { reusable = false }
-        }
+        // Whatever of the unread body has already arrived is dropped; if more is due, close.
+        let reusable = discardArrivedBody(request) && request.keepAlive
         cancelDeadline()
-        switch machine.responseFinished(reusable: reusable) {
+        // The client may still be sending when its body is not over, bytes wait unread, or
+        // its head was refused (a body may follow it); a client whose head timed out is not
+        // waited for any longer.
+        let clientMaySend = request.localError == .headTimeout ? false
+            : !request.decoder.isDone || evbuffer_get_length(input) > 0 || request.localError != nil
+        switch machine.responseFinished(reusable: reusable, clientMaySend: clientMaySend) {
         case .readNextRequest:
             current = nil
             setTimeouts(read: .idle)
@@ -433,16 +476,69 @@ final class HTTPServerConnection {
         case .drainThenClose:
             setReading(false)
             if evbuffer_get_length(output) == 0 { _ = machine.outputDrained(); close(notifyPeer: true) }
+        case .drainThenLinger:
+            // Reading goes on while the answer drains: a client blocked writing its upload
+            // would otherwise never read the answer. No read timeout meanwhile (the write's runs).
+            guard discardInput() else { return }
+            setTimeouts(read: .off)
+            setReading(true)
+            if evbuffer_get_length(output) == 0, machine.outputDrained() == .linger { startLingering() }
         default:
             break
         }
     }
 
+    /// Drops what of the request's unread body has already arrived; true when the body is
+    /// complete (nothing of it is left to come).
+    func discardArrivedBody(_ request: HTTPServerRequest) -> Bool {
+        guard !request.decoder.isDone else { return true }
+        let sink = evbuffer_new()!
+        _ = request.decoder.decode(from: input, into: sink)
+        evbuffer_free(sink)
+        return request.decoder.isDone
+    }
+
+    /// The answer is written: shut the write side (after a TLS close_notify) and read and
+    /// drop what the client still sends until it closes, `lingeringTimeout` passes without a
+    /// read, `lingeringTime` passes in all or `lingeringMaxBytes` were read (nginx's
+    /// lingering close). The connection stays counted among the server's meanwhile.
+    private func startLingering() {
+        guard bev != nil else { return }
+        current = nil
+        if let ssl = tlsConnection { TLSConnectionInfo.sendCloseNotify(ssl) }
+        _ = Glibc.shutdown(descriptor, Int32(SHUT_WR))
+        guard discardInput() else { return }
+        setTimeouts(read: .lingering)
+        setReading(true)
+        armDeadline(after: configuration.lingeringTime)
+    }
+
+    /// Drops the input, counting it against `lingeringMaxBytes`; false when that closed the
+    /// connection.
+    @discardableResult
+    private func discardInput() -> Bool {
+        let length = evbuffer_get_length(input)
+        guard length > 0 else { return true }
+        evbuffer_drain(input, length)
+        discardedBytes += length
+        guard discardedBytes <= configuration.lingeringMaxBytes else {
+            close()
+            return false
+        }
+        return true
+    }
+
     private func writable() {
         if let bev, !isSecure { bufferevent_disable(bev, Int16(EV_WRITE)) }
-        if machine.outputDrained() == .close {
+        switch machine.outputDrained() {
+        case .close:
             close(notifyPeer: true)
             return
+        case .linger:
+            startLingering()
+            return
+        default:
+            break
         }
         if let current {
             current.onWritable?()
@@ -455,10 +551,10 @@ final class HTTPServerConnection {
     /// The server is shutting down.
     func shutdown() {
         let handshaking = machine.state == .handshaking
-        if machine.shutdown() == .close {
-            close(notifyPeer: !handshaking)
-        } else {
-            current?.keepAlive = false
+        switch machine.shutdown() {
+        case .close: close(notifyPeer: !handshaking)
+        case .stopReading: setReading(false)
+        default: current?.keepAlive = false
         }
     }
 
@@ -467,6 +563,12 @@ final class HTTPServerConnection {
     private func event(_ events: Int16) {
         if machine.state == .handshaking {
             handshakeEvent(events)
+            return
+        }
+        if machine.discardsInput, machine.state != .lingering, events & Int16(BEV_EVENT_EOF) != 0,
+           events & Int16(BEV_EVENT_WRITING) == 0 {
+            // The client closed while its answer drains: that still goes out, then close.
+            if machine.peerClosed(requestComplete: true) == .stopReading { setReading(false) }
             return
         }
         if events & Int16(BEV_EVENT_EOF) != 0, events & Int16(BEV_EVENT_WRITING) == 0, let request = current,

@@ -111,20 +111,25 @@ public final class HTTPServerRequest {
         didSet { if !bodyPaused { connection?.pumpBody() } }
     }
 
-    /// Answers with a complete response. `Content-Length` and `Connection` are set here.
+    /// Answers with a complete response. `Content-Length`, `Connection` and `Date` (unless
+    /// `headers` has one) are set here.
     public func respond(status: Int, headers: HTTPHeaders, body: [UInt8]) {
         guard response == .notStarted, let connection else { return }
         response = .complete
+        // An answer before the body was read: unless the rest has already arrived, the
+        // connection closes after it, and says so.
+        if keepAlive, !connection.discardArrivedBody(self) { keepAlive = false }
         let hasBody = method != "HEAD" && status != 204 && status != 304
         connection.writeHead { writer in
             writer.appendStatusLine(status)
             for field in headers.fields { writer.appendField(field.name, field.value) }
+            if !writer.wroteDate { connection.server.appendDate(to: &writer) }
             if status != 204 && !(100..<200).contains(status) {
                 writer.appendFieldName(.contentLength)
                 writer.append(decimal: body.count)
                 writer.appendCRLF()
             }
-            if !keepAlive { writer.appendField(.connection, "close") }
+            appendConnection(to: &writer)
             writer.appendCRLF()
         }
         if hasBody { connection.appendBody(body) }
@@ -133,7 +138,8 @@ public final class HTTPServerRequest {
 
     /// Starts a streamed response; `contentLength` nil means chunked (HTTP/1.1) or
     /// close-delimited. `reason` is relayed when given (already checked clean), else RFC
-    /// 9110's phrase is written; `fields` writes the header fields. The head is queued, not
+    /// 9110's phrase is written; `fields` writes the header fields (the server's `Date` follows
+    /// unless they hold one). The head is queued, not
     /// written: the caller adds what body it has and then calls `flushResponse()`, so a head and
     /// a small body leave in one write.
     func startResponse(status: Int, reason: ArraySlice<UInt8>?, contentLength: Int?, fields: (inout HTTPHeadWriter) -> Void) {
@@ -155,6 +161,8 @@ public final class HTTPServerRequest {
                 writer.appendStatusLine(status)
             }
             fields(&writer)
+            // The upstream's own Date is relayed as it is; a response without one gets ours.
+            if !writer.wroteDate { connection.server.appendDate(to: &writer) }
             if let contentLength {
                 writer.appendFieldName(.contentLength)
                 writer.append(decimal: contentLength)
@@ -162,8 +170,19 @@ public final class HTTPServerRequest {
             } else if chunked {
                 writer.appendField(.transferEncoding, "chunked")
             }
-            if !keepAlive { writer.appendField(.connection, "close") }
+            appendConnection(to: &writer)
             writer.appendCRLF()
+        }
+    }
+
+    /// `Connection: close` when the connection closes after this answer; `Connection:
+    /// keep-alive` when an HTTP/1.0 client's stays open (HTTP/1.0 closes unless told otherwise,
+    /// RFC 9112 section 9.3 and appendix C.2.2).
+    private func appendConnection(to writer: inout HTTPHeadWriter) {
+        if !keepAlive {
+            writer.appendField(.connection, "close")
+        } else if head.versionMinor == 0 {
+            writer.appendField(.connection, "keep-alive")
         }
     }
 

@@ -12,6 +12,7 @@ final class TestServer: @unchecked Sendable {
     private var server: HTTPServer?
     private let socket: ListeningSocket
     private let handled = Locked(0)
+    private let finished = Locked(false)
     private let localReplies = Locked<[HTTPLocalError]>([])
     private let handshakes = Locked<(failures: [TLSHandshakeFailure], versions: [String])>(([], []))
 
@@ -54,6 +55,16 @@ final class TestServer: @unchecked Sendable {
         setsockopt(socket.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         return socket
     }
+
+    /// Starts a graceful shutdown (`HTTPServer.shutdown(grace:)`); `shutdownFinished` turns
+    /// true when it completes.
+    func beginShutdown(grace: Duration) {
+        thread.sync { [self] in
+            server?.shutdown(grace: grace) { [self] in finished.withLock { $0 = true } }
+        }
+    }
+
+    var shutdownFinished: Bool { finished.withLock { $0 } }
 
     func stop() {
         thread.sync { [self] in server = nil }
