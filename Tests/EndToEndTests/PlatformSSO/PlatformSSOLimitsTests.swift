@@ -38,6 +38,33 @@ struct PlatformSSOLimitsTests {
         }
     }
 
+    /// The nonces a tenant holds in Redis are bounded by its `challenge` bucket, however many
+    /// client addresses ask (each address has its own `psso_nonce` bucket; an independent
+    /// sweep filled Redis from 500 addresses, 60,000 nonce keys for 10 minutes).
+    @Test func theNonceEndpointTakesTheTenantChallengeBucket() async throws {
+        try await RedisServer.withPrivate { redis in
+            let url = "redis://127.0.0.1:\(redis.port)/0"
+            let sso = try PlatformSSOGateway(tier: "tiny", gatewayYAML: """
+                tiers:
+                  tiny: { attest: 100, challenge: 2, api: 100, mad_limit: unlimited }
+                ip_limits:
+                  psso_nonce: 1000
+                """, redisURL: url)
+            defer { sso.stop() }
+            let form: [UInt8] = Array("grant_type=srv_challenge".utf8)
+            #expect(try sso.post(form, path: "/psso/nonce").status == 200)
+            #expect(try sso.post(form, path: "/psso/nonce").status == 200)
+            let limited = try sso.post(form, path: "/psso/nonce")
+            #expect(limited.status == 429)
+            #expect(limited.oauthError == "rate_limited")
+            #expect(limited.header("X-RateLimit-Limit") == "2", "the tenant bucket refused")
+            let stored = try RedisCLI.run(url, "--scan", "--pattern", "ag:{\(sso.appID)}:psso:nonce:*")
+            #expect(stored.split(separator: "\n").count == 2, "the refused request stored no nonce: \(stored)")
+            let metrics = try sso.gateway.admin("GET", "/metrics").text
+            #expect(metrics.contains("attestgate_rate_limited_total{tenant=\"\(sso.appID)\",bucket=\"challenge\"} 1"), "\(metrics)")
+        }
+    }
+
     @Test func theTokenEndpointTakesTheTenantAttestBucket() throws {
         let sso = try PlatformSSOGateway(tier: "tiny", gatewayYAML: "tiers:\n  tiny: { attest: 2, challenge: 100, api: 100, mad_limit: unlimited }\n")
         defer { sso.stop() }
@@ -74,6 +101,14 @@ struct PlatformSSOLimitsTests {
                 #expect(refresh.status == 503 && refresh.oauthError == "temporarily_unavailable")
                 let mint = try sso.gateway.admin("POST", "\(sso.devicesPath)/\(mac.keyID.urlSafe)/refresh-tokens")
                 #expect(mint.status == 503 && mint.code == "store_unavailable")
+                // An outage is one "state store failed" line per route and interval, not one
+                // per request (the sweep counted 100,084 lines for 100,081 nonce requests).
+                for _ in 0..<20 {
+                    #expect(try sso.post(Array("grant_type=srv_challenge".utf8), path: "/psso/nonce").status == 503)
+                }
+                let logged = sso.gateway.logText().split(separator: "\n")
+                    .filter { $0.contains("\"state store failed\"") && $0.contains("\"route\":\"psso_nonce\"") }
+                #expect(logged.count == 1, "\(logged)")
                 // Stateless refusals still answer as before.
                 let malformed = try sso.post(Array("grant_type=x".utf8))
                 #expect(malformed.status == 400 && malformed.oauthError == "unsupported_grant_type")

@@ -26,7 +26,10 @@ enum PlatformSSOHandler {
     }
 
     /// `grant_type=srv_challenge` → `{"Nonce": …}`: the form is judged first (a malformed one
-    /// takes no rate-limit token), then the per-IP `psso_nonce` bucket, then the nonce is stored.
+    /// takes no rate-limit token), then the tenant's `challenge` bucket and the per-IP
+    /// `psso_nonce` bucket, then the nonce is stored. The tenant bucket bounds the nonces held
+    /// in Redis whatever the number of client addresses (an IPv6 /64, or `X-Forwarded-For`
+    /// behind a trusted proxy, has any number of them), as it does the challenges.
     private static func nonce(_ context: RequestContext, service: PlatformSSOService) {
         context.collectForm(refuse: { context.fail($0) }) { body in
             do throws(OAuthError) {
@@ -34,8 +37,10 @@ enum PlatformSSOHandler {
             } catch {
                 return context.fail(error)
             }
-            let check = BucketCheck.ip(context.clientIP, .pssoNonce, limitPerMinute: context.snapshot.gateway.ipLimits.pssoNonce)
-            context.services.limiter.check([check], fallback: .refuse) { outcome in
+            let tenant = service.tenant
+            let checks = [tenant.bucket(.challenge, tier: context.effectiveTier(tenant)),
+                          BucketCheck.ip(context.clientIP, .pssoNonce, limitPerMinute: context.snapshot.gateway.ipLimits.pssoNonce)]
+            context.services.limiter.check(checks, fallback: .refuse) { outcome in
                 if let refusal = context.oauthRefusal(for: outcome, tenant: service.tenant) { return context.fail(refusal) }
                 context.services.platformSSO.issueNonce(tenant: service.tenant, ttl: service.config.nonceTTL) { result in
                     switch result {

@@ -33,7 +33,9 @@ extension RequestContext {
     /// Counts and logs a store failure; the answer is 503 `temporarily_unavailable` (fail closed).
     func oauthStoreFailed(_ failure: any Error) -> OAuthError {
         services.metrics.increment(MetricsRegistry.redisErrors)
-        services.logger.warn("state store failed", [("route", .string(route)), ("error", .string(String(describing: failure)))])
+        // One line per route and interval, as `storeFailed` logs (an outage is not a line per request).
+        services.logger.logRepeated(.warn, "state store failed", key: "state store failed/" + route,
+                                    [("route", .string(route)), ("error", .string(String(describing: failure)))])
         return .temporarilyUnavailable
     }
 
