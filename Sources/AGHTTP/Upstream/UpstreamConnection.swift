@@ -271,7 +271,7 @@ struct TimevalMemo {
     mutating func convert(_ duration: Duration) -> timeval {
         if let recent, recent.duration == duration { return recent.value }
         if let older, older.duration == duration { return older.value }
-        let value = timeval(duration)
+        let value = duration.timeval
         older = recent
         recent = (duration, value)
         return value
