@@ -146,13 +146,13 @@ struct PlatformSSORouteTests {
         #expect(response.status == 503 && response.json["error"] as? String == "temporarily_unavailable")
     }
 
-    @Test("nonce: the IP bucket first, fail closed, then the store")
+    @Test("nonce: the tenant's challenge and the IP bucket first, fail closed, then the store")
     func nonce() throws {
         let setup = try Setup()
         let body = Array("grant_type=srv_challenge".utf8)
         let ok = setup.harness.send("POST", "/psso/nonce", headers: Self.form, body: body)
         #expect(ok.status == 200 && ok.json["Nonce"] as? String == "harness-nonce")
-        #expect(setup.harness.limiter.checked.last?.map(\.name) == ["ip-psso-nonce"])
+        #expect(setup.harness.limiter.checked.last?.map(\.name) == ["challenge", "ip-psso-nonce"])
         setup.harness.platformSSO.nonceReply = .failure(StoreFailure(description: "down"))
         let failed = setup.harness.send("POST", "/psso/nonce", headers: Self.form, body: body)
         #expect(failed.status == 503 && failed.json["error"] as? String == "temporarily_unavailable")
