@@ -145,8 +145,7 @@ enum ForwardHeaders {
             default:
                 break
             }
-            if isHopByHop(field.name) || field.name == .contentLength || field.name == .expect
-                || isProxyField(field, inbound) || isListed(field, options, inbound) { continue }
+            if field.name.isHopControl || isProxyField(field, inbound) || isListed(field, options, inbound) { continue }
             writer.appendField(field, of: inbound)
         }
         writer.appendField(.host, policy.upstreamHost)
@@ -195,8 +194,8 @@ enum ForwardHeaders {
         let fields = head.headers
         let options = connectionOptions(fields)
         for field in fields {
-            if isHopByHop(field.name) || field.name.isHopControl || isProxyField(field, fields)
-                || field.name == .xRequestID || isListed(field, options, fields) {
+            if field.name.isHopControl || isProxyField(field, fields) || field.name == .xRequestID
+                || isListed(field, options, fields) {
                 continue
             }
             if rateLimit != nil, isRateLimitField(field, fields) { continue }
@@ -237,15 +236,6 @@ enum ForwardHeaders {
         let name = field.nameRange
         guard name.count >= 5, name.count == 5 || fields.storage[name.lowerBound + 5] == UInt8(ascii: "-") else { return false }
         return fields.equalsIgnoringCase(name.lowerBound..<(name.lowerBound + 5), "proxy" as StaticString)
-    }
-
-    /// Hop-by-hop fields by name (RFC 9110 section 7.6.1), plus `Proxy-Authorization`,
-    /// which carries credentials for the proxy itself.
-    static func isHopByHop(_ name: HTTPFieldName) -> Bool {
-        switch name {
-        case .te, .trailer, .upgrade, .connection, .keepAlive, .proxyConnection, .transferEncoding, .proxyAuthorization: true
-        default: false
-        }
     }
 
     /// The ranges of the field names listed in `Connection` (connection options); no
