@@ -52,11 +52,7 @@ public struct UTCDateTime: Sendable, Hashable {
         out.append(UInt8(ascii: "-"))
         Self.append(day, width: 2, to: &out)
         out.append(UInt8(ascii: "T"))
-        Self.append(hour, width: 2, to: &out)
-        out.append(UInt8(ascii: ":"))
-        Self.append(minute, width: 2, to: &out)
-        out.append(UInt8(ascii: ":"))
-        Self.append(second, width: 2, to: &out)
+        appendTimeOfDay(to: &out)
         if fractional {
             out.append(UInt8(ascii: "."))
             Self.append(millisecond, width: 3, to: &out)
@@ -76,12 +72,17 @@ public struct UTCDateTime: Sendable, Hashable {
         out.append(UInt8(ascii: " "))
         Self.append(year, width: 4, to: &out)
         out.append(UInt8(ascii: " "))
+        appendTimeOfDay(to: &out)
+        out.append(contentsOf: " GMT".utf8)
+    }
+
+    /// `hh:mm:ss`, as both spellings write it.
+    private func appendTimeOfDay(to out: inout [UInt8]) {
         Self.append(hour, width: 2, to: &out)
         out.append(UInt8(ascii: ":"))
         Self.append(minute, width: 2, to: &out)
         out.append(UInt8(ascii: ":"))
         Self.append(second, width: 2, to: &out)
-        out.append(contentsOf: " GMT".utf8)
     }
 
     private static let dayNames = "SunMonTueWedThuFriSat"
