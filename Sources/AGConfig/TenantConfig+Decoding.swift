@@ -315,4 +315,3 @@ extension TenantConfig {
         return routes
     }
 }
-

@@ -565,7 +565,7 @@ final class HTTPServerConnection {
             handshakeEvent(events)
             return
         }
-        if machine.discardsInput, machine.state != .lingering, events & Int16(BEV_EVENT_EOF) != 0,
+        if machine.state == .draining(linger: true), events & Int16(BEV_EVENT_EOF) != 0,
            events & Int16(BEV_EVENT_WRITING) == 0 {
             // The client closed while its answer drains: that still goes out, then close.
             if machine.peerClosed(requestComplete: true) == .stopReading { setReading(false) }
