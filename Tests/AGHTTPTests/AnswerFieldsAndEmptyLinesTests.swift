@@ -13,34 +13,18 @@ import Testing
 @Suite struct AnswerFieldsAndEmptyLinesTests {
     // MARK: Date
 
-    /// RFC 9110 section 5.6.7's IMF-fixdate, parsed back to Unix seconds.
-    static func imfFixdateSeconds(_ value: String?) -> Int? {
-        guard let value, value.utf8.count == 29 else { return nil }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        guard let date = formatter.date(from: value), formatter.string(from: date) == value else { return nil }
-        return Int(date.timeIntervalSince1970)
-    }
-
-    static func isNow(_ value: String?) -> Bool {
-        guard let seconds = imfFixdateSeconds(value) else { return false }
-        return abs(seconds - Int(Date().timeIntervalSince1970)) <= 5
-    }
-
     @Test func theServersOwnAnswersCarryADate() throws {
         let server = try TestServer(HTTPServerConfiguration(), handler: HTTPServerHardeningTests.ok)
         defer { server.stop() }
         let client = server.connect(receiveTimeout: 5)
         let ok = try #require(client.exchange("GET", "/"))
         #expect(ok.head.values("Date").count == 1)
-        #expect(Self.isNow(ok.head.value("Date")), "\(ok.head.value("Date") ?? "none")")
+        #expect(IMFFixdate.isNow(ok.head.value("Date")), "\(ok.head.value("Date") ?? "none")")
         // A refusal from the HTTP layer itself too.
         client.write("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
         let refused = try #require(client.readResponse())
         #expect(refused.status == 400)
-        #expect(Self.isNow(refused.head.value("Date")))
+        #expect(IMFFixdate.isNow(refused.head.value("Date")))
     }
 
     @Test func aProxiedAnswerKeepsTheUpstreamsDateOrGetsOne() throws {
@@ -58,7 +42,7 @@ import Testing
         #expect(dated.head.values("Date") == ["Sun, 06 Nov 1994 08:49:37 GMT"], "the upstream's, unchanged and alone")
         let undated = try #require(client.exchange("GET", "/undated"))
         #expect(undated.head.values("Date").count == 1)
-        #expect(Self.isNow(undated.head.value("Date")), "\(undated.head.value("Date") ?? "none")")
+        #expect(IMFFixdate.isNow(undated.head.value("Date")), "\(undated.head.value("Date") ?? "none")")
     }
 
     @Test func theDateIsFormattedOncePerSecond() {

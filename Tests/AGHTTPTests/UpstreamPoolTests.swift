@@ -339,18 +339,24 @@ import Testing
         #expect(upstream.accepted == 2)
     }
 
-    @Test func requestOnAConnectionTheUpstreamJustClosedIsRetriedOnce() throws {
-        let upstream = try ScriptedUpstream { connection, index in
-            if index == 0 {
-                // Answer one request, then take the next and drop it unanswered: the race
-                // where an upstream closes a keep-alive connection as a request arrives.
-                guard ScriptedUpstream.readRequest(connection) != nil else { return }
-                connection.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
-                _ = ScriptedUpstream.readRequest(connection)
+    /// An upstream whose first connection answers one request (`first`), then reads the next in
+    /// full and goes away without answering it — the race where an upstream closes a keep-alive
+    /// connection as a request arrives, or one that acted on a request and then died. Later
+    /// connections answer every request (`ok`).
+    static func answersOnceThenDropsTheNext() throws -> ScriptedUpstream {
+        try ScriptedUpstream { connection, index in
+            guard index == 0 else {
+                ScriptedUpstream.keepAliveResponder(connection)
                 return
             }
-            ScriptedUpstream.keepAliveResponder(connection)
+            guard ScriptedUpstream.readRequest(connection) != nil else { return }
+            connection.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
+            _ = ScriptedUpstream.readRequest(connection)
         }
+    }
+
+    @Test func requestOnAConnectionTheUpstreamJustClosedIsRetriedOnce() throws {
+        let upstream = try Self.answersOnceThenDropsTheNext()
         defer { upstream.stop() }
         let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
         defer { proxy.stop() }
@@ -365,15 +371,7 @@ import Testing
     }
 
     @Test func bodyAlreadySentIsNotRetried() throws {
-        let upstream = try ScriptedUpstream { connection, index in
-            guard index == 0 else {
-                ScriptedUpstream.keepAliveResponder(connection)
-                return
-            }
-            guard ScriptedUpstream.readRequest(connection) != nil else { return }
-            connection.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
-            _ = ScriptedUpstream.readRequest(connection)
-        }
+        let upstream = try Self.answersOnceThenDropsTheNext()
         defer { upstream.stop() }
         let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
         defer { proxy.stop() }
@@ -392,16 +390,7 @@ import Testing
     /// PUT and DELETE are (found by an independent sweep: a bodiless POST ran twice upstream).
     @Test(arguments: [("POST", false), ("PATCH", false), ("PUT", true), ("DELETE", true)])
     func onlyIdempotentRequestsAreRetried(method: String, retried: Bool) throws {
-        let upstream = try ScriptedUpstream { connection, index in
-            guard index == 0 else {
-                ScriptedUpstream.keepAliveResponder(connection)
-                return
-            }
-            guard ScriptedUpstream.readRequest(connection) != nil else { return }
-            connection.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
-            // Reads the next request in full, then goes away without answering it.
-            _ = ScriptedUpstream.readRequest(connection)
-        }
+        let upstream = try Self.answersOnceThenDropsTheNext()
         defer { upstream.stop() }
         let proxy = try ProxyHarness(target: try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)"))
         defer { proxy.stop() }
