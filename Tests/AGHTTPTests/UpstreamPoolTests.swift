@@ -378,7 +378,8 @@ import Testing
 
         let client = proxy.connect()
         #expect(client.exchange("GET", "/one")?.text == "first")
-        let second = try #require(client.exchange("POST", "/two", body: Array("not replayable".utf8)))
+        // PUT: idempotent, so only its body (sent, no longer replayable) keeps it from a retry.
+        let second = try #require(client.exchange("PUT", "/two", body: Array("not replayable".utf8)))
         #expect(second.status == 502)
         #expect(second.text.contains("upstream_unavailable"))
         #expect(upstream.accepted == 1)
