@@ -10,7 +10,7 @@ extension GatewayConfig {
     enum Keys {
         static let root = ["server", "admin", "redis", "tokens", "challenge", "tiers", "ip_limits", "rate_limits", "proxy",
                            "quotas", "app_attest", "tenants_dir", "log", "resolver"]
-        static let server = ["listen", "workers", "max_body_bytes", "max_proxy_body_bytes", "timeouts",
+        static let server = ["listen", "workers", "max_connections", "max_body_bytes", "max_proxy_body_bytes", "timeouts",
                              "shutdown_grace", "trusted_proxies", "tls"]
         static let timeouts = ["read", "header", "body_min_rate", "body_rate_window", "write", "idle", "upstream_connect",
                                "upstream_response", "tls_handshake"]

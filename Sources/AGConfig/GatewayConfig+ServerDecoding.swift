@@ -38,6 +38,7 @@ extension GatewayConfig {
         return ServerConfig(
             listen: m?["listen"].flatMap { listenAddress($0, d) } ?? defaultListen,
             workers: m?["workers"].flatMap { d.int($0, in: 0...1_024) } ?? 0,
+            maxConnections: m?["max_connections"].flatMap { d.int($0, in: 0...10_000_000) } ?? 0,
             maxBodyBytes: m?["max_body_bytes"].flatMap { d.byteSize($0) } ?? 64 << 10,
             maxProxyBodyBytes: m?["max_proxy_body_bytes"].flatMap { d.byteSize($0) } ?? 100 << 20,
             timeouts: ServerTimeouts(

@@ -27,6 +27,9 @@ public struct ServerConfig: Sendable, Hashable {
     public let listen: ListenAddress
     /// 0 means one worker per CPU core; see `workerCount(cpuCores:)`.
     public let workers: Int
+    /// Client connections the instance holds open at most on the public listener; 0 means
+    /// half the open-files limit, see `connectionLimit(descriptorLimit:)`.
+    public let maxConnections: Int
     /// Largest JSON body accepted by the gateway's own endpoints.
     public let maxBodyBytes: Int
     /// Largest request body proxied to an upstream.
@@ -40,6 +43,21 @@ public struct ServerConfig: Sendable, Hashable {
     /// Workers to start on a machine with `cpuCores` cores.
     public func workerCount(cpuCores: Int) -> Int {
         workers > 0 ? workers : max(1, cpuCores)
+    }
+
+    /// The instance's cap on public client connections under an open-files limit of
+    /// `descriptorLimit`: the configured one, else half the limit, which leaves the other half
+    /// for the upstream connection each proxied request may need, Redis and files (HAProxy
+    /// derives its default `maxconn` from `ulimit -n` the same way).
+    public func connectionLimit(descriptorLimit: Int) -> Int {
+        maxConnections > 0 ? maxConnections : max(1, descriptorLimit / 2)
+    }
+
+    /// One worker's share of `limit`: each worker has its own listening socket, so the cap is
+    /// split evenly, rounded up.
+    public static func connectionsPerWorker(_ limit: Int, workers: Int) -> Int {
+        let workers = max(1, workers)
+        return (limit + workers - 1) / workers
     }
 
     /// Whether `address` is in `trusted_proxies` (its `X-Forwarded-*` are believed).

@@ -40,6 +40,9 @@ import Testing
             Row("server.listen", g.server.listen.description, "0.0.0.0:8080"),
             Row("server.workers", g.server.workers, 0),
             Row("server.workers resolved", g.server.workerCount(cpuCores: 2), 2),
+            Row("server.max_connections", g.server.maxConnections, 0),
+            Row("server.max_connections resolved under ulimit -n 1024", g.server.connectionLimit(descriptorLimit: 1024), 512),
+            Row("server.max_connections per worker, 2 workers", ServerConfig.connectionsPerWorker(512, workers: 2), 256),
             Row("server.max_body_bytes", g.server.maxBodyBytes, 65_536),
             Row("server.max_proxy_body_bytes", g.server.maxProxyBodyBytes, 104_857_600),
             Row("server.timeouts.read", g.server.timeouts.read, Duration.seconds(30)),
@@ -110,6 +113,7 @@ import Testing
         server:
           listen: "[::]:8443"
           workers: 4
+          max_connections: 10001
           max_body_bytes: 1MiB
           max_proxy_body_bytes: 1GiB
           timeouts: { read: 5s, header: 3s, body_min_rate: 1000, body_rate_window: 2s, write: 6s, idle: 2m, upstream_connect: 500ms, upstream_response: 1h, tls_handshake: 4s }
@@ -180,6 +184,8 @@ import Testing
         let rows = [
             Row("server.listen", g.server.listen.description, "[::]:8443"),
             Row("server.workers", g.server.workerCount(cpuCores: 2), 4),
+            Row("server.max_connections", g.server.connectionLimit(descriptorLimit: 1024), 10001),
+            Row("server.max_connections per worker, rounded up", ServerConfig.connectionsPerWorker(10001, workers: 4), 2501),
             Row("server.max_body_bytes", g.server.maxBodyBytes, 1 << 20),
             Row("server.max_proxy_body_bytes", g.server.maxProxyBodyBytes, 1 << 30),
             Row("server.timeouts", g.server.timeouts, ServerTimeouts(
@@ -192,7 +198,7 @@ import Testing
                 [conf + "Apple_App_Attestation_Root_CA.pem", conf + "../.run/keys/dev-es256-1.pem"]),
             Row("server.tls locations", g.server.tls.map { ["\($0.certificateLocation.keyPath):\($0.certificateLocation.line)",
                                                               "\($0.keyLocation.keyPath):\($0.keyLocation.line)"] },
-                ["server.tls.cert:9", "server.tls.key:9"]),
+                ["server.tls.cert:10", "server.tls.key:10"]),
             Row("admin.listen", g.admin.listen.description, "10.1.2.3:9000"),
             Row("admin.token_file (env only)", g.admin.tokenFile, String?.none),
             Row("admin.token_env", g.admin.tokenEnvironmentVariable, "ADMIN_TOKEN"),

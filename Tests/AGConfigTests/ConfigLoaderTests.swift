@@ -32,7 +32,7 @@ import Testing
         let fixture = try ConfigFixture()
         try fixture.remove(".run/keys/dev-es256-1.pem")
         #expect(fixture.problems() == [
-            #"conf/gateway.yaml:81: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
+            #"conf/gateway.yaml:84: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
         ])
     }
 
@@ -55,7 +55,7 @@ import Testing
 
     static let badCases: [BadCase] = [
         BadCase(name: "unknown key", files: [("conf/gateway.yaml", gatewayWith("server:\n  listn: 0.0.0.0:80\n"))], expected: [
-            "conf/gateway.yaml:7: server.listn: unknown key (did you mean listen?); allowed keys: listen, workers, max_body_bytes, max_proxy_body_bytes, timeouts, shutdown_grace, trusted_proxies, tls",
+            "conf/gateway.yaml:7: server.listn: unknown key (did you mean listen?); allowed keys: listen, workers, max_connections, max_body_bytes, max_proxy_body_bytes, timeouts, shutdown_grace, trusted_proxies, tls",
         ]),
         BadCase(name: "unknown top-level key", files: [("conf/gateway.yaml", gatewayWith("loggin: {}\n"))], expected: [
             "conf/gateway.yaml:6: loggin: unknown key; allowed keys: server, admin, redis, tokens, challenge, tiers, ip_limits, rate_limits, proxy, quotas, app_attest, tenants_dir, log, resolver",
@@ -74,10 +74,11 @@ import Testing
             #"conf/gateway.yaml:10: log.access_log: expected true or false, got "yes""#,
             "conf/gateway.yaml:11: ip_limits: expected a mapping, got a list",
         ]),
-        BadCase(name: "out of range", files: [("conf/gateway.yaml", gatewayWith("server:\n  workers: -1\nip_limits:\n  validate: 0\nquotas:\n  warn_ratio: 1.5\n"))], expected: [
+        BadCase(name: "out of range", files: [("conf/gateway.yaml", gatewayWith("server:\n  workers: -1\n  max_connections: -5\nip_limits:\n  validate: 0\nquotas:\n  warn_ratio: 1.5\n"))], expected: [
             "conf/gateway.yaml:7: server.workers: expected an integer from 0 to 1024, got -1",
-            "conf/gateway.yaml:9: ip_limits.validate: expected an integer from 1 to 100000000, got 0",
-            "conf/gateway.yaml:11: quotas.warn_ratio: expected a number from 0.01 to 1, got 1.5",
+            "conf/gateway.yaml:8: server.max_connections: expected an integer from 0 to 10000000, got -5",
+            "conf/gateway.yaml:10: ip_limits.validate: expected an integer from 1 to 100000000, got 0",
+            "conf/gateway.yaml:12: quotas.warn_ratio: expected a number from 0.01 to 1, got 1.5",
         ]),
         BadCase(name: "bad client timeouts", files: [("conf/gateway.yaml", gatewayWith("""
             server:
@@ -271,7 +272,7 @@ import Testing
             #"conf/gateway.yaml:12: admin.token_file: admin token file "conf/admin-token" does not exist"#,
         ]),
         BadCase(name: "default admin token file missing", files: [(".run/admin-token", nil)], expected: [
-            #"conf/gateway.yaml:47: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+            #"conf/gateway.yaml:50: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
         ]),
         BadCase(name: "an invalid token_env does not excuse a missing token file", files: [
             (".run/admin-token", nil),
@@ -286,7 +287,7 @@ import Testing
             #"conf/gateway.yaml:6: admin.token_file: admin token file "conf/../.run/admin-token" (the default) does not exist; create it or set admin.token_file or admin.token_env"#,
         ]),
         BadCase(name: "empty admin token file", files: [(".run/admin-token", " \n")], expected: [
-            #"conf/gateway.yaml:47: admin.token_file: admin token file "conf/../.run/admin-token" holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"#,
+            #"conf/gateway.yaml:50: admin.token_file: admin token file "conf/../.run/admin-token" holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"#,
         ]),
         BadCase(name: "empty default admin token file in a minimal gateway", files: [
             (".run/admin-token", ""), ("conf/gateway.yaml", ConfigFixture.minimalGateway),

@@ -230,6 +230,38 @@ import Testing
     /// own last answer: a connection re-armed later than another times out after it, not with it.
     /// (libevent's timers run on the real clock: 3 s of idle timeout leave 2 s of margin around
     /// the 1 s between the two answers.)
+    /// `maxConnections`: at the cap accepting pauses, so connections beyond it wait in the
+    /// kernel's accept queue with their requests unread, and each closing one lets the next in.
+    /// Loopback connects complete before `connect` returns, so all five are queued before the
+    /// server accepts: without the cap its one accept loop takes them all.
+    @Test func connectionsBeyondTheCapWaitUntilOneCloses() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.maxConnections = 2
+        let server = try TestServer(configuration, handler: Self.ok)
+        defer { server.stop() }
+        let clients = (0..<5).map { _ in server.connect(receiveTimeout: 5) }
+        for (index, client) in clients.enumerated() {
+            #expect(client.write("GET /\(index) HTTP/1.1\r\nHost: h\r\n\r\n"))
+        }
+        #expect(clients[0].readResponse()?.status == 200)
+        #expect(clients[1].readResponse()?.status == 200)
+        #expect(server.connectionCount == 2, "the cap holds: the other three wait unaccepted")
+        #expect(server.requestCount == 2)
+        for next in 2..<5 {
+            clients[next - 2].close()
+            #expect(clients[next].readResponse()?.status == 200, "a closed connection lets the next waiting one in")
+            #expect(server.connectionCount == 2)
+        }
+        #expect(server.requestCount == 5)
+        #expect(server.connectionLimitPauses == 4, "paused at 2 open, then after each of the three admissions")
+        #expect(server.connectionLimitReports == [1], "reported once per interval, with the pauses since the last report")
+        clients[3].close()
+        clients[4].close()
+        #expect(eventually(5) { server.connectionCount == 0 })
+        let late = server.connect(receiveTimeout: 5)
+        #expect(late.exchange("GET", "/late")?.status == 200, "below the cap accepting goes on")
+    }
+
     @Test func idleConnectionsCloseAtTheIdleTimeoutInTurn() throws {
         var configuration = HTTPServerConfiguration()
         configuration.idleTimeout = .seconds(3)

@@ -9,9 +9,9 @@ import Testing
 /// reads can pin, and the accept loop at the descriptor limit.
 @Suite("connection limits through the real binary", .serialized)
 struct ConnectionLimitsEndToEndTests {
-    static func process(gatewayYAML: String = "", descriptorLimit: Int? = nil,
+    static func process(gatewayYAML: String = "", tenants: [String: String] = [:], descriptorLimit: Int? = nil,
                         environment: [String: String] = [:]) throws -> (TestGateway, GatewayProcess) {
-        let harness = try TestGateway(tenants: [:], gatewayYAML: gatewayYAML, workers: 1)
+        let harness = try TestGateway(tenants: tenants, gatewayYAML: gatewayYAML, workers: 1)
         harness.stop()
         return (harness, try GatewayProcess(configPath: harness.directory + "/gateway.yaml", descriptorLimit: descriptorLimit,
                                             environment: environment))
@@ -59,15 +59,18 @@ struct ConnectionLimitsEndToEndTests {
         #expect(try fresh.request("GET", "/healthz").status == 200, "the gateway serves others meanwhile")
     }
 
+    /// The descriptor limit reached by client connections alone: with `server.max_connections`
+    /// set above it (the default cap, half the limit, would stop the flood first; see below).
     @Test func outOfDescriptorsPausesAcceptingInsteadOfSpinning() throws {
-        let (harness, gateway) = try Self.process(descriptorLimit: 64)
+        let (harness, gateway) = try Self.process(gatewayYAML: "server:\n  listen: \"127.0.0.1:0\"\n  workers: 1\n  max_connections: 1000\n",
+                                                  descriptorLimit: 64)
         defer { gateway.signal(SIGTERM) }
         let kept = try HTTPTestClient(port: gateway.port)
         #expect(try kept.request("GET", "/healthz").status == 200)
         // More connections than the gateway has descriptors for.
         var flood: [RawTestSocket] = []
         for _ in 0..<80 { flood.append(try RawTestSocket(port: gateway.port)) }
-        #expect(eventually(5) { gateway.log.contains("accepting paused") })
+        #expect(eventually(5) { gateway.log.contains("accepting paused: out of file descriptors") })
         let cpuBefore = gateway.cpuSeconds()
         Thread.sleep(forTimeInterval: 1)
         let cpu = gateway.cpuSeconds() - cpuBefore
@@ -76,6 +79,7 @@ struct ConnectionLimitsEndToEndTests {
         let admin = try HTTPTestClient(port: gateway.adminPort)
         let tenants = try admin.request("GET", "/admin/v1/tenants", headers: [("Authorization", "Bearer \(harness.adminToken)")])
         #expect(tenants.status == 200, "the admin port answers through the reserved descriptor")
+        #expect(gateway.log.contains("server.max_connections is above the open-files limit"), "the start says the cap cannot be reached")
         let pauses = gateway.log.components(separatedBy: "accepting paused").count - 1
         #expect(pauses >= 1 && pauses <= 3, "logged once per interval, not per failure: \(pauses) lines")
         #expect(gateway.log.contains(#""failures":"#))
@@ -83,5 +87,32 @@ struct ConnectionLimitsEndToEndTests {
         flood.removeAll()
         #expect(eventually(5) { (try? HTTPTestClient(port: gateway.port).request("GET", "/healthz").status) == 200 },
                 "accepting resumes once descriptors are free")
+    }
+
+    /// The default cap, half the open-files limit: a flood of client connections stops at it,
+    /// so a proxied request on a connection already open still gets its upstream connection.
+    /// Without a cap the flood took every descriptor and that request failed (502: the
+    /// upstream connect hit `EMFILE`).
+    @Test func byDefaultHalfTheDescriptorsStayForUpstreamConnections() throws {
+        let upstream = try RecordingUpstream()
+        defer { upstream.stop() }
+        let teamID = TestGateway.randomTeamID()
+        let (_, gateway) = try Self.process(tenants: ["a.yaml": ProxyFixture.tenantYAML(teamID: teamID, upstreamPort: upstream.port)],
+                                            descriptorLimit: 64)
+        defer { gateway.signal(SIGTERM) }
+        #expect(gateway.log.contains(#""max_connections":32"#), "half of 64, on the start line")
+        let kept = try HTTPTestClient(port: gateway.port)
+        #expect(try kept.request("GET", "/healthz").status == 200)
+        var flood: [RawTestSocket] = []
+        for _ in 0..<80 { flood.append(try RawTestSocket(port: gateway.port)) }
+        #expect(eventually(5) { gateway.log.contains("accepting paused: connection limit reached") })
+        let headers = [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app")]
+        let proxied = try kept.request("GET", "/public/through-the-flood", headers: headers)
+        #expect(proxied.status == 200, "\(proxied.status) \(proxied.text)")
+        #expect(upstream.records.count == 1)
+        #expect(!gateway.log.contains("out of file descriptors"))
+        flood.removeAll()
+        #expect(eventually(5) { (try? HTTPTestClient(port: gateway.port).request("GET", "/healthz").status) == 200 },
+                "accepting resumes once connections close")
     }
 }

@@ -86,6 +86,13 @@ public final class Gateway: Sendable {
         shared = GatewayShared(configPath: configPath, snapshot: snapshot, logger: logger,
                                accessLog: accessLog ?? Logger(level: .info, format: .json, fileDescriptor: 1), control: control,
                                time: time ?? aligned!)
+        let descriptorLimit = Self.openFilesLimit()
+        let connectionLimit = gateway.server.connectionLimit(descriptorLimit: descriptorLimit)
+        let connectionsPerWorker = ServerConfig.connectionsPerWorker(connectionLimit, workers: workerCount)
+        if gateway.server.maxConnections > descriptorLimit {
+            logger.warn("server.max_connections is above the open-files limit: accepting pauses at the descriptor limit first",
+                        [("max_connections", .int(gateway.server.maxConnections)), ("open_files_limit", .int(descriptorLimit))])
+        }
         var loops: [EventLoop] = []
         let ready = DispatchGroup()
         for index in 0..<workerCount {
@@ -97,7 +104,8 @@ public final class Gateway: Sendable {
             let group = stopped
             let publicSocket = publicSockets[index]
             let thread = Thread {
-                let worker = Worker(index: index, loop: loop, shared: shared, publicSocket: publicSocket, adminSocket: adminSocket)
+                let worker = Worker(index: index, loop: loop, shared: shared, publicSocket: publicSocket, adminSocket: adminSocket,
+                                    maxConnections: connectionsPerWorker)
                 loop.register(worker)
                 ready.leave()
                 withExtendedLifetime(worker) { loop.run() }
@@ -141,8 +149,17 @@ public final class Gateway: Sendable {
             ("listen", .string("\(gateway.server.listen.host):\(publicPort)")),
             ("tls", .bool(gateway.server.tls != nil)),
             ("admin", .string("\(gateway.admin.listen.host):\(adminPort)")),
-            ("workers", .int(workerCount)), ("tenants", .int(config.tenants.all.count)),
+            ("workers", .int(workerCount)), ("max_connections", .int(connectionsPerWorker * workerCount)),
+            ("tenants", .int(config.tenants.all.count)),
         ])
+    }
+
+    /// The soft `RLIMIT_NOFILE`: the descriptors the process may hold (`ulimit -n`).
+    static func openFilesLimit() -> Int {
+        var limit = rlimit()
+        // RLIM_INFINITY is all ones: capped like any limit beyond 2^30.
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1 << 20 }
+        return Int(min(limit.rlim_cur, 1 << 30))
     }
 
     /// The snapshot in force.

@@ -91,6 +91,8 @@ final class GatewayShared: Sendable {
         [
             ("server.listen", a.server.listen.description, b.server.listen.description),
             ("server.workers", String(a.server.workers), String(b.server.workers)),
+            // Split over the workers when they start.
+            ("server.max_connections", String(a.server.maxConnections), String(b.server.maxConnections)),
             // Each worker's HTTP servers take these when they start.
             ("server.timeouts.read", "\(a.server.timeouts.read)", "\(b.server.timeouts.read)"),
             ("server.timeouts.header", "\(a.server.timeouts.header)", "\(b.server.timeouts.header)"),

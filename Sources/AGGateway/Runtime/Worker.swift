@@ -22,7 +22,9 @@ final class Worker {
     private var publicServer: HTTPServer?
     private var adminServer: HTTPServer?
 
-    init(index: Int, loop: EventLoop, shared: GatewayShared, publicSocket: ListeningSocket, adminSocket: ListeningSocket) {
+    /// `maxConnections`: this worker's share of the instance's cap on public connections.
+    init(index: Int, loop: EventLoop, shared: GatewayShared, publicSocket: ListeningSocket, adminSocket: ListeningSocket,
+         maxConnections: Int) {
         self.index = index
         self.loop = loop
         self.shared = shared
@@ -61,6 +63,7 @@ final class Worker {
         configuration.bodyRateWindow = timeouts.bodyRateWindow
         configuration.writeTimeout = timeouts.write
         configuration.idleTimeout = timeouts.idle
+        configuration.maxConnections = maxConnections
         let logger = shared.throttledLogger
         let workerIndex = index
         let publicRouter = PublicRouter(services: services)
@@ -70,8 +73,10 @@ final class Worker {
                                   tls: Self.listenerTLS(shared, timeouts: timeouts)) { request in
             publicRouter.handle(request)
         }
-        // The admin listener accepts through the reserved descriptor when the process is out of them.
+        // The admin listener accepts through the reserved descriptor when the process is out of
+        // them, and is not capped: operators reach metrics and the admin API at the cap.
         configuration.usesReservedDescriptor = true
+        configuration.maxConnections = 0
         adminServer = HTTPServer(loop: loop, socket: adminSocket, configuration: configuration,
                                  delegate: Self.serverDelegate(listener: "admin", index: index, services: services)) { request in
             adminRouter.handle(request)
@@ -102,6 +107,10 @@ final class Worker {
                         [("listener", .string(listener)), ("worker", .int(workerIndex)), ("errno", .int(Int(code))),
                          ("failures", .int(failures))])
         })
+        delegate.connectionLimitReached = { pauses in
+            logger.warn("accepting paused: connection limit reached",
+                        [("listener", .string(listener)), ("worker", .int(workerIndex)), ("pauses", .int(pauses))])
+        }
         delegate.tlsHandshakeFailed = { failure in
             metrics.increment(TLSHandshakeSeries.failures[failure.reason] ?? "attestgate_tls_handshake_failures_total")
             logger.debug("TLS handshake failed", [("reason", .string(failure.reason.rawValue)), ("detail", .string(failure.detail))])

@@ -37,6 +37,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxPendingOutput = 64 * 1024
     /// How long accepting pauses when the process is out of file descriptors.
     public var acceptBackoff: Duration = .milliseconds(100)
+    /// Connections this server holds open at most (0: no cap but the descriptor limit). At the
+    /// cap accepting pauses, so further connections wait in the kernel's accept queue (HAProxy's
+    /// `maxconn`), until one closes.
+    public var maxConnections = 0
     /// Accept through the process's reserved descriptor when out of descriptors (for the
     /// admin listener, so it keeps answering).
     public var usesReservedDescriptor = false
@@ -53,6 +57,9 @@ public struct HTTPServerDelegate {
     /// Accepting paused for lack of descriptors: `errno` and how many accepts failed since the
     /// last report. Called at most once per `reportInterval`.
     public var acceptFailed: ((_ errno: Int32, _ failures: Int) -> Void)?
+    /// Accepting paused at `maxConnections`: how many times it paused since the last report.
+    /// Called at most once per `reportInterval`.
+    public var connectionLimitReached: ((_ pauses: Int) -> Void)?
     public var reportInterval: Duration = .seconds(10)
     /// A TLS handshake failed (a connection closed before sending any byte is not reported).
     public var tlsHandshakeFailed: ((TLSHandshakeFailure) -> Void)?
@@ -94,6 +101,12 @@ public final class HTTPServer {
     var dateField = DateFieldCache()
     private var unreportedAcceptFailures = 0
     private var lastAcceptReport: ContinuousClock.Instant?
+    /// Accepting is paused for lack of descriptors until `resumeTimer` fires.
+    private var backingOff = false
+    /// Accepting is paused at `configuration.maxConnections`.
+    private var atConnectionLimit = false
+    private var unreportedLimitPauses = 0
+    private var lastLimitReport: ContinuousClock.Instant?
 
     /// Connections currently open.
     public var connectionCount: Int { connections.count }
@@ -101,6 +114,8 @@ public final class HTTPServer {
     var connectionsReadingHead: Int { connections.values.count { $0.machine.state == .readingHead } }
     /// Accepts that failed for lack of descriptors, since the server started.
     public private(set) var acceptFailures = 0
+    /// Times accepting paused at `maxConnections`, since the server started.
+    public private(set) var connectionLimitPauses = 0
 
     public init(loop: EventLoop, socket: ListeningSocket, configuration: HTTPServerConfiguration,
                 delegate: HTTPServerDelegate = HTTPServerDelegate(), tls: HTTPServerTLS? = nil,
@@ -141,7 +156,34 @@ public final class HTTPServer {
             return
         }
         connections[ObjectIdentifier(connection)] = connection
+        if configuration.maxConnections > 0, connections.count >= configuration.maxConnections, !atConnectionLimit {
+            atConnectionLimit = true
+            connectionLimitPauses += 1
+            unreportedLimitPauses += 1
+            reportLimit()
+            updateAccepting()
+        }
         connection.start()
+    }
+
+    /// The listener accepts unless out of descriptors (until the backoff ends) or at the
+    /// connection cap (until a connection closes). libevent stops its accept loop as soon as
+    /// a callback disables the listener, so the cap is never passed.
+    private func updateAccepting() {
+        guard let listener else { return }
+        if backingOff || atConnectionLimit {
+            evconnlistener_disable(listener)
+        } else {
+            evconnlistener_enable(listener)
+        }
+    }
+
+    private func reportLimit() {
+        let now = ContinuousClock.now
+        if let last = lastLimitReport, now - last < delegate.reportInterval { return }
+        lastLimitReport = now
+        delegate.connectionLimitReached?(unreportedLimitPauses)
+        unreportedLimitPauses = 0
     }
 
     /// Out of descriptors (or kernel memory) the listening socket stays readable, so accepting
@@ -170,11 +212,13 @@ public final class HTTPServer {
             }
         }
         report(code)
-        evconnlistener_disable(listener)
+        backingOff = true
+        updateAccepting()
         if resumeTimer == nil {
             resumeTimer = EventTimer(loop: loop) { [weak self] in
-                guard let self, let listener = self.listener else { return }
-                evconnlistener_enable(listener)
+                guard let self else { return }
+                backingOff = false
+                updateAccepting()
             }
         }
         resumeTimer?.arm(after: configuration.acceptBackoff)
@@ -191,6 +235,10 @@ public final class HTTPServer {
     func connectionClosed(_ connection: HTTPServerConnection) {
         connections[ObjectIdentifier(connection)] = nil
         if connection.reserved { ReservedDescriptor.acquire() }
+        if atConnectionLimit, connections.count < configuration.maxConnections {
+            atConnectionLimit = false
+            updateAccepting()
+        }
         if connections.isEmpty, let completion = shutdownCompletion {
             finishShutdown(completion)
         }

@@ -15,6 +15,7 @@ final class TestServer: @unchecked Sendable {
     private let finished = Locked(false)
     private let localReplies = Locked<[HTTPLocalError]>([])
     private let handshakes = Locked<(failures: [TLSHandshakeFailure], versions: [String])>(([], []))
+    private let limitReports = Locked<[Int]>([])
 
     var port: Int { socket.port }
     var requestCount: Int { handled.withLock { $0 } }
@@ -23,6 +24,9 @@ final class TestServer: @unchecked Sendable {
     var handshakeFailures: [TLSHandshakeFailure] { handshakes.withLock { $0.failures } }
     var handshakeVersions: [String] { handshakes.withLock { $0.versions } }
     var connectionCount: Int { thread.sync { [self] in server?.connectionCount ?? 0 } }
+    /// What `connectionLimitReached` reported, in turn (pauses since the previous report).
+    var connectionLimitReports: [Int] { limitReports.withLock { $0 } }
+    var connectionLimitPauses: Int { thread.sync { [self] in server?.connectionLimitPauses ?? 0 } }
     var connectionsReadingHead: Int { thread.sync { [self] in server?.connectionsReadingHead ?? 0 } }
 
     /// `handler` runs on the loop for every parsed request; local replies get the gateway-like
@@ -32,7 +36,7 @@ final class TestServer: @unchecked Sendable {
         socket = try ListeningSocket.bind(host: "127.0.0.1", port: 0)
         let socket = self.socket
         thread.sync { [self] in
-            let delegate = HTTPServerDelegate(localReply: { [self] request, error in
+            var delegate = HTTPServerDelegate(localReply: { [self] request, error in
                 let count = localReplies.withLock { $0.append(error); return $0.count }
                 let body = "{\"error\":\"\(error.message)\",\"code\":\"\(error.code)\",\"requestId\":\"local-\(count)\"}"
                 request.respond(status: error.status, headers: HTTPHeaders([("X-Request-ID", "local-\(count)")]), body: Array(body.utf8))
@@ -41,6 +45,7 @@ final class TestServer: @unchecked Sendable {
             }, tlsHandshakeCompleted: { [self] version in
                 handshakes.withLock { $0.versions.append(version) }
             })
+            delegate.connectionLimitReached = { [self] pauses in limitReports.withLock { $0.append(pauses) } }
             server = HTTPServer(loop: thread.loop, socket: socket, configuration: configuration, delegate: delegate,
                                 tls: tls) { [self] request in
                 handled.withLock { $0 += 1 }

@@ -25,6 +25,20 @@ extension ConfigKeyEffects {
             let three = try threads(workers: 3), one = try threads(workers: 1)
             #expect(three - one == 2, "\(three) threads with 3 workers, \(one) with 1")
         },
+        KeyEffect(key: "gateway:server.max_connections",
+                  observed: "with 2, accepting pauses (logged) and a third connection is served once one of the two closes; the admin port is not capped") {
+            let probe = try KeyProbe(gatewayYAML: KeyProbe.server("  max_connections: 2\n"))
+            var first: HTTPTestClient? = try HTTPTestClient(port: probe.gateway.port)
+            let second = try HTTPTestClient(port: probe.gateway.port)
+            #expect(try first?.request("GET", "/healthz").status == 200)
+            #expect(try second.request("GET", "/healthz").status == 200)
+            #expect(eventually(5) { probe.logLines("accepting paused: connection limit reached").count == 1 })
+            let third = try HTTPTestClient(port: probe.gateway.port)
+            try third.write("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+            #expect(try probe.gateway.admin("GET", "/admin/v1/tiers").status == 200)
+            first = nil
+            #expect(try third.readResponse().status == 200, "served once a connection closed")
+        },
         KeyEffect(key: "gateway:server.max_body_bytes", observed: "a refresh body over 1KiB is refused 400") {
             let probe = try KeyProbe(gatewayYAML: KeyProbe.server("  max_body_bytes: 1KiB\n"))
             let response = try probe.gateway.send("POST", "/api/v1/attestation/refresh", headers: probe.headers,
