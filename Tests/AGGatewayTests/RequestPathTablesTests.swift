@@ -85,16 +85,22 @@ import Testing
         }
     }
 
-    @Test func tenantFieldsAreFoundInAnyCaseAndRefusedWhenRepeated() throws {
+    @Test func tenantFieldsAreFoundInAnyCaseAndRefusedWhenRepeatedOrAlone() throws {
         let fields = try HTTPFields(parsing: Array("x-team-id: T1\r\nHost: h\r\nX-BUNDLE-ID: b1\r\n\r\n".utf8))
         let (team, bundle) = try #require(try TenantIndex.tenantFields(fields))
         #expect(String(decoding: fields.storage[team], as: UTF8.self) == "T1")
         #expect(String(decoding: fields.storage[bundle], as: UTF8.self) == "b1")
-        #expect(try TenantIndex.tenantFields(try HTTPFields(parsing: Array("X-Team-ID: T1\r\n\r\n".utf8))) == nil)
-        #expect(throws: TenantIndex.RepeatedField(name: "X-Team-ID")) {
+        #expect(try TenantIndex.tenantFields(try HTTPFields(parsing: Array("Host: h\r\n\r\n".utf8))) == nil)
+        #expect(throws: TenantIndex.FieldProblem.alone("X-Team-ID")) {
+            try TenantIndex.tenantFields(try HTTPFields(parsing: Array("X-Team-ID: T1\r\n\r\n".utf8)))
+        }
+        #expect(throws: TenantIndex.FieldProblem.alone("X-Bundle-ID")) {
+            try TenantIndex.tenantFields(try HTTPFields(parsing: Array("x-bundle-id: b1\r\n\r\n".utf8)))
+        }
+        #expect(throws: TenantIndex.FieldProblem.repeated("X-Team-ID")) {
             try TenantIndex.tenantFields(try HTTPFields(parsing: Array("x-team-id: T1\r\nX-Bundle-ID: b1\r\nX-Team-ID: T2\r\n\r\n".utf8)))
         }
-        #expect(throws: TenantIndex.RepeatedField(name: "X-Bundle-ID")) {
+        #expect(throws: TenantIndex.FieldProblem.repeated("X-Bundle-ID")) {
             try TenantIndex.tenantFields(try HTTPFields(parsing: Array("X-Bundle-ID: b1\r\nx-bundle-id: b1\r\n\r\n".utf8)))
         }
     }

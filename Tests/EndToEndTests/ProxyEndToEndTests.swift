@@ -174,6 +174,15 @@ struct ProxyEndToEndTests {
             #expect(record.header("Authorization") == "Basic dTpw")
         }
         #expect(try fixture.get("/api/x", token: token).code == "token_missing", "Authorization is not this tenant's token header")
+        // Without tenant headers the token in the tenant's own header names it (stop 32: only
+        // Authorization was read, so the tenant could not be reached without its headers).
+        for value in [token, "Bearer \(token)"] {
+            let response = try fixture.gateway.send("GET", "/api/by-token", headers: [("X-App-Token", value)])
+            #expect(response.status == 200, "\(response.text)")
+            #expect(fixture.upstream.records.last?.target.hasSuffix("/api/by-token") == true)
+        }
+        #expect(try fixture.get("/api/x", token: token, headers: []).code == "token_missing",
+                "the token in Authorization names the tenant, which reads its own header")
 
         let forwarding = try ProxyFixture(tenantExtra: """
               forward_authorization: true

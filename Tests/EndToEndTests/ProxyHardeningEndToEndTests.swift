@@ -30,6 +30,24 @@ struct ProxyHardeningEndToEndTests {
         #expect(fixture.upstream.records.isEmpty)
     }
 
+    /// One tenant selector without the other selected nothing: the token named the tenant,
+    /// and the lone `X-Team-ID` (another tenant's) reached the upstream beside that tenant's
+    /// claims (stop 32, independent sweep). Refused like on the attestation routes.
+    @Test(arguments: ["X-Team-ID", "X-Bundle-ID"])
+    func aLoneTenantSelectorIsNotProxied(name: String) throws {
+        let fixture = try ProxyFixture()
+        defer { fixture.stop() }
+        let (token, _) = try fixture.deviceToken()
+        let lone = name == "X-Team-ID" ? ("X-Team-ID", "ZYXWV98765") : ("X-Bundle-ID", "com.other.app")
+        let response = try fixture.get("/api/x", token: token, headers: [lone])
+        #expect(response.status == 400, "\(response.text)")
+        #expect(response.code == "bad_request")
+        #expect((response.json["error"] as? String)?.hasPrefix("\(name) is sent without") == true, "\(response.text)")
+        #expect(fixture.upstream.records.isEmpty)
+        #expect(try fixture.get("/api/x", token: token, headers: []).status == 200, "neither: the token names the tenant")
+        #expect(try fixture.get("/api/x", token: token).status == 200, "both")
+    }
+
     @Test func refusedHeadsCarryTheEnvelopeRequestIDAndAnAccessLogLine() throws {
         let fixture = try ProxyFixture()
         defer { fixture.stop() }

@@ -30,7 +30,7 @@ enum ProxyHandler {
         do {
             selectors = try TenantIndex.tenantFields(headers)
         } catch {
-            context.fail(.badRequest("\(error.name) is sent more than once"))
+            context.fail(.badRequest(error.message))
             return
         }
         guard let (team, bundle) = selectors else {
@@ -42,8 +42,9 @@ enum ProxyHandler {
 
     /// The route of `tenant` matching `path` decides: anonymous routes go straight to
     /// admission, the others through the token check (reusing `presented` when it came in the
-    /// tenant's own token header).
-    private static func dispatch(_ context: RequestContext, tenant: Tenant?, path: String, presented: VerifiedToken?) {
+    /// tenant's own token header, `presentedIn`).
+    private static func dispatch(_ context: RequestContext, tenant: Tenant?, path: String, presented: VerifiedToken?,
+                                 presentedIn: TokenHeaderName? = nil) {
         guard let tenant, let proxy = tenant.proxy, let route = proxy.routes.match(path) else {
             context.fail(.routeNotFound)
             return
@@ -52,26 +53,30 @@ enum ProxyHandler {
         if route.auth == .anonymous {
             admit(context, tenant: tenant, proxy: proxy, token: nil)
         } else {
-            authenticate(context, tenant: tenant, proxy: proxy,
-                         presented: proxy.headers.tokenHeader.isAuthorization ? presented : nil)
+            let own = presentedIn.map { $0.text.equalsIgnoringASCIICase(proxy.headers.tokenHeader.text) } ?? false
+            authenticate(context, tenant: tenant, proxy: proxy, presented: own ? presented : nil)
         }
     }
 
-    /// Without tenant headers the token names the tenant. Only `Authorization` is read here:
-    /// a tenant's own `token.header` is known only once the tenant is.
+    /// Without tenant headers the token names the tenant: the first of the snapshot's token
+    /// headers (`Authorization`, then the tenants' own `token.header`s) the request carries.
+    /// The tenant it names then reads its own header, so a token in another one is missing.
     private static func routeByToken(_ context: RequestContext, path: String) {
-        let presented: VerifiedToken
-        do throws(ProxyAuthFailure) {
-            presented = try verifiedToken(try BearerToken.range(in: context.request.headers, header: .authorization),
-                                          context, now: context.services.time.nowSeconds)
-        } catch .missing {
-            context.fail(.routeNotFound)
-            return
-        } catch {
-            context.fail(error.error)
-            return
+        for header in context.snapshot.tokenHeaders {
+            let presented: VerifiedToken
+            do throws(ProxyAuthFailure) {
+                presented = try verifiedToken(try BearerToken.range(in: context.request.headers, header: header),
+                                              context, now: context.services.time.nowSeconds)
+            } catch .missing {
+                continue
+            } catch {
+                context.fail(error.error)
+                return
+            }
+            let tenant = presented.appID.flatMap { context.snapshot.tenants[$0] }
+            return dispatch(context, tenant: tenant, path: path, presented: presented, presentedIn: header)
         }
-        dispatch(context, tenant: presented.appID.flatMap { context.snapshot.tenants[$0] }, path: path, presented: presented)
+        context.fail(.routeNotFound)
     }
 
     // MARK: 2. Token

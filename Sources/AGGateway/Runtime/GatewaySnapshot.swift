@@ -26,6 +26,9 @@ public final class GatewaySnapshot: Sendable {
     let serverTLS: TLSServerContext?
     /// `tokens.issuer` and `tokens.leeway` in seconds, as every proxied request checks them.
     let tokenClaims: TokenClaimsPolicy
+    /// Where a request without tenant headers may carry the token that names its tenant:
+    /// `Authorization`, then each tenant's own `token.header` (distinct, in file order).
+    let tokenHeaders: [TokenHeaderName]
 
     public var gateway: GatewayConfig { config.gateway }
 
@@ -68,6 +71,12 @@ public final class GatewaySnapshot: Sendable {
             tenants[tenantConfig.appID] = try Tenant(config: tenantConfig, upstreamTLS: upstreamTLS)
         }
         self.tenants = tenants
+        var tokenHeaders = [TokenHeaderName.authorization]
+        for tenantConfig in config.tenants.all where tenants[tenantConfig.appID]?.proxy != nil {
+            let name = TokenHeaderName(tenantConfig.token.header)
+            if !tokenHeaders.contains(where: { $0.text.equalsIgnoringASCIICase(name.text) }) { tokenHeaders.append(name) }
+        }
+        self.tokenHeaders = tokenHeaders
         tenantIndex = TenantIndex(tenants.values)
         platformSSO = PlatformSSORoutes(tenants: tenants.values, signer: tokenKeys.signer)
     }

@@ -70,9 +70,12 @@ extension RequestContext {
         let selectors: (team: Range<Int>, bundle: Range<Int>)?
         do {
             selectors = try TenantIndex.tenantFields(headers)
-        } catch {
-            fail(.badRequest("\(error.name) is sent more than once"))
+        } catch .repeated(let name) {
+            fail(.badRequest(TenantIndex.FieldProblem.repeated(name).message))
             return nil
+        } catch {
+            // One without the other: here both are required.
+            selectors = nil
         }
         guard let (team, bundle) = selectors, !team.isEmpty, !bundle.isEmpty else {
             fail(.badRequest("X-Team-ID and X-Bundle-ID headers are required"))

@@ -40,28 +40,42 @@ struct TenantIndex: Sendable {
 
     private static func stored(_ hash: UInt64) -> UInt64 { hash == 0 ? 1 : hash }
 
-    /// A tenant selector sent more than once: the copy the gateway would take and the one an
-    /// upstream (which gets both) reads could differ, so the request is refused.
-    struct RepeatedField: Error, Equatable {
-        let name: String
+    /// Tenant selectors the request is refused for. A selector sent more than once: the copy
+    /// the gateway would take and the one an upstream (which gets both) reads could differ.
+    /// One sent without the other: it would select nothing, yet reach the upstream beside the
+    /// claims of the tenant the token named.
+    enum FieldProblem: Error, Equatable {
+        case repeated(String)
+        case alone(String)
+
+        var message: String {
+            switch self {
+            case .repeated(let name): "\(name) is sent more than once"
+            case .alone(let name): "\(name) is sent without \(name == "X-Team-ID" ? "X-Bundle-ID" : "X-Team-ID"): send both or neither"
+            }
+        }
     }
 
     /// The value ranges of the `X-Team-ID` and the `X-Bundle-ID` field, when both are present;
-    /// either one sent twice throws.
-    static func tenantFields(_ fields: HTTPFields) throws(RepeatedField) -> (team: Range<Int>, bundle: Range<Int>)? {
+    /// nil when neither is; either one sent twice, or one without the other, throws.
+    static func tenantFields(_ fields: HTTPFields) throws(FieldProblem) -> (team: Range<Int>, bundle: Range<Int>)? {
         var team: Range<Int>?
         var bundle: Range<Int>?
         for field in fields {
             if field.name == .xTeamID {
-                guard team == nil else { throw RepeatedField(name: "X-Team-ID") }
+                guard team == nil else { throw .repeated("X-Team-ID") }
                 team = field.valueRange
             } else if field.name == .xBundleID {
-                guard bundle == nil else { throw RepeatedField(name: "X-Bundle-ID") }
+                guard bundle == nil else { throw .repeated("X-Bundle-ID") }
                 bundle = field.valueRange
             }
         }
-        guard let team, let bundle else { return nil }
-        return (team, bundle)
+        switch (team, bundle) {
+        case (let team?, let bundle?): return (team, bundle)
+        case (nil, nil): return nil
+        case (_?, nil): throw .alone("X-Team-ID")
+        case (nil, _?): throw .alone("X-Bundle-ID")
+        }
     }
 
     /// The tenant whose App ID is `team` + `.` + `bundle` (byte ranges of `fields`).
