@@ -24,6 +24,20 @@ public struct JWSHeader: Sendable, Equatable {
         self.type = members["typ"]?.stringValue
         self.members = members
     }
+
+    /// Whether `typ` names the media type `expected` (written without `application/`, e.g.
+    /// `JWT`): compared case-insensitively, and with `application/` taken as prepended to a
+    /// value without a `/` (RFC 7515 §4.1.9), so `jwt` and `application/JWT` both match.
+    public func hasType(_ expected: String) -> Bool {
+        guard let type else { return false }
+        let prefix = "application/"
+        var value = type.lowercased()
+        if value.hasPrefix(prefix) {
+            value.removeFirst(prefix.count)
+            if value.contains("/") { return false }
+        }
+        return value == expected.lowercased()
+    }
 }
 
 /// A JWS in compact serialization (RFC 7515 §7.1), split and decoded but not yet verified.

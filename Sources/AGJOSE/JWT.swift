@@ -50,8 +50,8 @@ public struct JWTVerifier: Sendable {
         self.maximumTokenLength = maximumTokenLength
     }
 
-    /// Verifies `token` and parses its claims. `expectedType` is compared case-insensitively
-    /// with the header's `typ` (RFC 7515 §4.1.9); pass nil to accept any or no `typ`.
+    /// Verifies `token` and parses its claims. `expectedType` is matched with the header's
+    /// `typ` by `JWSHeader.hasType`; pass nil to accept any or no `typ`.
     ///
     /// Time claims (`exp`, `nbf`) are not checked here; see `VerifiedJWT.checkValidity(at:leeway:)`.
     public func verify(_ token: String, expectedType: String? = "JWT") throws(JOSEError) -> VerifiedJWT {
@@ -60,9 +60,7 @@ public struct JWTVerifier: Sendable {
             throw .unsupportedAlgorithm(jws.header.algorithm)
         }
         if let expectedType {
-            guard let type = jws.header.type, type.lowercased() == expectedType.lowercased() else {
-                throw .unexpectedType(jws.header.type)
-            }
+            guard jws.header.hasType(expectedType) else { throw .unexpectedType(jws.header.type) }
         }
         guard let keyID = jws.header.keyID, let key = keys[keyID] else { throw .unknownKeyID(jws.header.keyID) }
         try jws.verify(with: key)

@@ -88,6 +88,9 @@ struct JOSETests {
             ("RS256 token with its signature swapped in", parts[0] + "." + parts[1] + "." + rsSigned.split(separator: ".")[2], .invalidSignature),
             ("wrong typ", try signed(header: #"{"alg":"ES256","kid":"ec-1","typ":"at+jwt"}"#), .unexpectedType("at+jwt")),
             ("missing typ", try signed(header: #"{"alg":"ES256","kid":"ec-1"}"#), .unexpectedType(nil)),
+            ("typ with another media type's prefix", try signed(header: #"{"alg":"ES256","kid":"ec-1","typ":"text/jwt"}"#), .unexpectedType("text/jwt")),
+            ("typ application/ twice", try signed(header: #"{"alg":"ES256","kid":"ec-1","typ":"application/application/jwt"}"#),
+             .unexpectedType("application/application/jwt")),
             ("crit header", try signed(header: #"{"alg":"ES256","kid":"ec-1","typ":"JWT","crit":["exp"]}"#), .unsupportedCriticalHeader),
             ("payload not an object", try signed(header: esHeader, payload: "[1]"), .malformed("payload is not a JSON object")),
             ("payload not JSON", try signed(header: esHeader, payload: "hello"), .malformed("payload is not a JSON object")),
@@ -107,6 +110,11 @@ struct JOSETests {
         ]
         for (name, jwt, expected) in cases {
             #expect(throws: expected, "\(name)") { try Self.verifier.verify(jwt) }
+        }
+        // RFC 7515 section 4.1.9: media types compare case-insensitively, and `application/` is
+        // taken as prepended to a value without a `/` (found by an independent sweep, stop 32).
+        for typ in ["jwt", "application/jwt", "Application/JWT"] {
+            #expect(throws: Never.self, "\(typ)") { try Self.verifier.verify(try signed(header: #"{"alg":"ES256","kid":"ec-1","typ":"\#(typ)"}"#)) }
         }
         _ = try Self.verifier.verify(good)
         _ = try Self.verifier.verify(try signed(header: #"{"alg":"ES256","kid":"ec-1","typ":"jwt"}"#))

@@ -44,7 +44,7 @@ public struct RefreshRequestVerifier: Sendable {
         let header = compact.header
         // The type decides what the request is before anything else is judged: a login or key
         // request is a grant this endpoint does not serve, however it is built.
-        guard let type = header.type, type.lowercased() == Self.requestType else {
+        guard header.hasType(Self.requestType) else {
             throw .unsupportedGrantType("JWS typ must be \(Self.requestType)")
         }
         guard header.algorithm == "ES256" else { throw .invalidRequest("JWS alg must be ES256") }
