@@ -15,7 +15,8 @@ extension TenantConfig {
         guard let m = d.mapping(field, allowed: platformSSOKeys) else { return nil }
         let prefixField = m.required("path_prefix")
         let pathPrefix = prefixField.flatMap { decodePlatformSSOPrefix($0, routes: routes, d) }
-        let clientID = m.required("client_id").flatMap { d.string($0) }
+        let clientIDField = m.required("client_id")
+        let clientID = clientIDField.flatMap { d.string($0) }
         let audiences = m.required("audience").flatMap { decodeAudiences($0, d) }
         let issuer = m["issuer"].flatMap { d.string($0) } ?? gateway.tokens.issuer
         let nonceClaim = m["nonce_claim_name"].flatMap { field -> String? in
@@ -53,9 +54,9 @@ extension TenantConfig {
         let reuseGrace = m["reuse_grace"].flatMap { wholeSeconds($0, d, allowZero: true, atMost: (minute * 10, "10m")) } ?? .seconds(30)
         let nonceTTL = m["nonce_ttl"].flatMap { wholeSeconds($0, d, atMost: (minute * 60, "1h")) } ?? .seconds(300)
         let clockSkew = m["clock_skew"].flatMap { wholeSeconds($0, d, allowZero: true, atMost: (minute * 5, "5m")) } ?? .seconds(60)
-        guard let pathPrefix, let prefixField, let clientID, let audiences else { return nil }
+        guard let pathPrefix, let prefixField, let clientID, let clientIDField, let audiences else { return nil }
         return PlatformSSOConfig(pathPrefix: pathPrefix, pathPrefixLine: prefixField.line, clientID: clientID,
-                                 audiences: audiences, issuer: issuer, idTokenTTL: idTokenTTL,
+                                 clientIDLine: clientIDField.line, audiences: audiences, issuer: issuer, idTokenTTL: idTokenTTL,
                                  refreshTokenTTL: refreshTokenTTL, refreshTokenIdle: refreshTokenIdle,
                                  reuseGrace: reuseGrace, nonceTTL: nonceTTL, nonceClaimName: nonceClaim,
                                  clockSkew: clockSkew)
@@ -153,13 +154,24 @@ extension PlatformSSOConfig {
     }
 
     /// What no single tenant file shows: a `path_prefix` overlapping another tenant's
-    /// `path_prefix` or routes (the Macs send no tenant headers: the path alone must decide).
-    /// Each problem is reported at the later file's `path_prefix` line.
+    /// `path_prefix` or routes (the Macs send no tenant headers: the path alone must decide),
+    /// reported at the later file's `path_prefix` line; and a `client_id` that is a tenant's
+    /// `token.audience` (its own included), reported at the `client_id` line. An id_token is
+    /// signed with the same keys as the access tokens and its `aud` is the `client_id`: only
+    /// the audience keeps it off the proxied routes (an independent sweep, stop 32, had a Mac's
+    /// id_token accepted there when the two were equal).
     static func problemsAcrossTenants(_ tenants: [TenantConfig]) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
         let path = ConfigKeyPath.root.key("platform_sso").key("path_prefix").description
+        let clientIDPath = ConfigKeyPath.root.key("platform_sso").key("client_id").description
         for (index, tenant) in tenants.enumerated() {
             guard let sso = tenant.platformSSO else { continue }
+            if let other = tenants.first(where: { $0.token.audience == sso.clientID }) {
+                let whose = other.appID == tenant.appID ? "this tenant's token.audience" : "the token.audience of \(other.sourcePath)"
+                problems.append(ConfigProblem(
+                    file: tenant.sourcePath, line: sso.clientIDLine, keyPath: clientIDPath,
+                    message: "\(ConfigDecoder.quoted(sso.clientID)) is \(whose): id_tokens would pass as access tokens on proxied routes; choose another client_id or token.audience"))
+            }
             for other in tenants[..<index] {
                 if let otherSSO = other.platformSSO, overlaps(otherSSO.pathPrefix, sso.pathPrefix) {
                     problems.append(ConfigProblem(

@@ -92,6 +92,8 @@ public struct PlatformSSOConfig: Sendable, Hashable {
     public let pathPrefixLine: Int
     /// The OpenID client id: a request's `client_id` and `iss`, the id_token's `aud`.
     public let clientID: String
+    /// Line of `client_id`, for the problems found across tenant files.
+    public let clientIDLine: Int
     /// The absolute URLs a request's `aud` may name (the token and refresh URLs the Macs are
     /// configured with), in file order.
     public let audiences: [String]

@@ -244,7 +244,7 @@ import Testing
             Row("tenant forward.payload_header", t.forward.payloadHeader, String?.none),
             Row("tenant forward.forward_authorization", t.forward.forwardAuthorization, true),
             Row("tenant platform_sso", t.platformSSO, PlatformSSOConfig(
-                pathPrefix: "/psso", pathPrefixLine: 21, clientID: "psso-client", audiences: ["https://idp.example.com/psso/token"],
+                pathPrefix: "/psso", pathPrefixLine: 21, clientID: "psso-client", clientIDLine: 22, audiences: ["https://idp.example.com/psso/token"],
                 issuer: "https://gw.example.com", idTokenTTL: .seconds(8 * 3_600), refreshTokenTTL: .seconds(30 * 86_400),
                 refreshTokenIdle: .seconds(7 * 86_400), reuseGrace: .seconds(30), nonceTTL: .seconds(300),
                 nonceClaimName: "request_nonce", clockSkew: .seconds(60))),

@@ -26,7 +26,7 @@ import Testing
         let config = try ConfigLoader.load(path: fixture.gatewayPath)
         let sso = try #require(config.tenants.tenant(appID: "ABCDE12345.com.example.app")?.platformSSO)
         #expect(sso == PlatformSSOConfig(
-            pathPrefix: "/psso", pathPrefixLine: 5, clientID: "c1", audiences: ["https://gw.example.com/psso/token"],
+            pathPrefix: "/psso", pathPrefixLine: 5, clientID: "c1", clientIDLine: 6, audiences: ["https://gw.example.com/psso/token"],
             issuer: "test-issuer", idTokenTTL: .seconds(8 * 3_600), refreshTokenTTL: .seconds(14 * 86_400),
             refreshTokenIdle: .seconds(7 * 86_400), reuseGrace: .seconds(30), nonceTTL: .seconds(300),
             nonceClaimName: "request_nonce", clockSkew: .seconds(60)))
@@ -53,7 +53,7 @@ import Testing
         let config = try ConfigLoader.load(path: fixture.gatewayPath)
         let sso = try #require(config.tenants.tenant(appID: "ABCDE12345.com.example.app")?.platformSSO)
         #expect(sso == PlatformSSOConfig(
-            pathPrefix: "/sso/mac", pathPrefixLine: 5, clientID: "c1",
+            pathPrefix: "/sso/mac", pathPrefixLine: 5, clientID: "c1", clientIDLine: 6,
             audiences: ["https://gw.example.com/sso/mac/token", "http://127.0.0.1:8080/sso/mac/refresh?x=1"],
             issuer: "https://idp.example.com", idTokenTTL: .seconds(4 * 3_600), refreshTokenTTL: .seconds(2 * 86_400),
             refreshTokenIdle: .seconds(86_400), reuseGrace: .zero, nonceTTL: .seconds(60), nonceClaimName: "srv_nonce",
@@ -107,6 +107,13 @@ import Testing
                 files: ["a.yaml": tenant(minimal),
                         "b.yaml": "team_id: ZZZZZ12345\nbundle_id: com.example.app\nenvironment: development\nupstream: http://127.0.0.1:9\nroutes:\n  - prefix: /psso/\n"],
                 expected: [#"conf/tenants/a.yaml:5: platform_sso.path_prefix: "/psso" overlaps the route prefix "/psso/" of conf/tenants/b.yaml"#]),
+        BadCase(name: "client_id the tenant's own token audience (by default its App ID)",
+                files: ["a.yaml": tenant(minimal.replacingOccurrences(of: "client_id: c1", with: "client_id: ABCDE12345.com.example.app"))],
+                expected: [#"\#(a):6: platform_sso.client_id: "ABCDE12345.com.example.app" is this tenant's token.audience: id_tokens would pass as access tokens on proxied routes; choose another client_id or token.audience"#]),
+        BadCase(name: "client_id another tenant's token audience",
+                files: ["a.yaml": tenant(minimal),
+                        "b.yaml": "team_id: ZZZZZ12345\nbundle_id: com.example.app\nenvironment: development\ntoken:\n  audience: c1\n"],
+                expected: [#"\#(a):6: platform_sso.client_id: "c1" is the token.audience of conf/tenants/b.yaml: id_tokens would pass as access tokens on proxied routes; choose another client_id or token.audience"#]),
         BadCase(name: "audience a single string", files: ["a.yaml": tenant("  path_prefix: /psso\n  client_id: c\n  audience: https://x\n")],
                 expected: [#"\#(a):7: platform_sso.audience: expected a list of absolute URLs (the token and refresh URLs the Macs are configured with), got "https://x""#]),
         BadCase(name: "audience empty", files: ["a.yaml": tenant("  path_prefix: /psso\n  client_id: c\n  audience: []\n")],
