@@ -41,6 +41,8 @@ import Testing
         ("GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505, "http_version_not_supported"),
         ("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "not_implemented"),
         ("GET / HTTP/1.1\r\nHost: h\r\nX-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n", 431, "header_too_large"),
+        // RFC 9112 section 3: a request-target longer than the server will parse is a 414.
+        ("GET /\(String(repeating: "a", count: 20_000)) HTTP/1.1\r\nHost: h\r\n\r\n", 414, "uri_too_long"),
     ])
     func refusedHeadsGoThroughTheOwnersRenderer(_ text: String, _ status: Int, _ code: String) throws {
         let server = try TestServer(HTTPServerConfiguration(), handler: Self.ok)

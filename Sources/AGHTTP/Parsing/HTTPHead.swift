@@ -72,6 +72,8 @@ public enum BodyFraming: Sendable, Equatable {
 /// Why a message head was refused; each maps to an HTTP status for requests.
 public enum HTTPParseError: Error, Equatable, Sendable {
     case headTooLarge
+    /// The request line alone is longer than the head may be (RFC 9112 section 3: 414).
+    case requestLineTooLong
     case malformed(String)
     case unsupportedTransferEncoding
     case unsupportedVersion
@@ -79,6 +81,7 @@ public enum HTTPParseError: Error, Equatable, Sendable {
     public var status: Int {
         switch self {
         case .headTooLarge: 431
+        case .requestLineTooLong: 414
         case .malformed: 400
         case .unsupportedTransferEncoding: 501
         case .unsupportedVersion: 505
@@ -88,6 +91,7 @@ public enum HTTPParseError: Error, Equatable, Sendable {
     public var message: String {
         switch self {
         case .headTooLarge: "request header section too large"
+        case .requestLineTooLong: "request line too long"
         case .malformed(let why): why
         case .unsupportedTransferEncoding: "unsupported transfer-encoding"
         case .unsupportedVersion: "unsupported HTTP version"

@@ -341,8 +341,9 @@ final class HTTPServerConnection {
             if Self.endsInBareLineFeed(headStorage) {
                 refuse(HTTPLocalError(.malformed("bare LF line ending")))
             } else if available > maxHead {
-                // No blank line within the limit, whether one follows beyond it or not.
-                refuse(HTTPLocalError(.headTooLarge))
+                // No blank line within the limit, whether one follows beyond it or not; not even
+                // the end of the request line: the target is too long (nginx's 414 too).
+                refuse(HTTPLocalError(headStorage.contains(UInt8(ascii: "\n")) ? .headTooLarge : .requestLineTooLong))
             } else {
                 if machine.partialHeadArrived() == .startHeadDeadline { armDeadline(after: configuration.headerTimeout) }
                 setTimeouts(read: .request)
