@@ -99,14 +99,12 @@ public final class HTTPServer {
     private var resumeTimer: EventTimer?
     /// The `Date` value of this server's answers, formatted once per second.
     var dateField = DateFieldCache()
-    private var unreportedAcceptFailures = 0
-    private var lastAcceptReport: ContinuousClock.Instant?
+    private var acceptFailureReports = ReportThrottle()
     /// Accepting is paused for lack of descriptors until `resumeTimer` fires.
     private var backingOff = false
     /// Accepting is paused at `configuration.maxConnections`.
     private var atConnectionLimit = false
-    private var unreportedLimitPauses = 0
-    private var lastLimitReport: ContinuousClock.Instant?
+    private var limitReports = ReportThrottle()
 
     /// Connections currently open.
     public var connectionCount: Int { connections.count }
@@ -159,8 +157,7 @@ public final class HTTPServer {
         if configuration.maxConnections > 0, connections.count >= configuration.maxConnections, !atConnectionLimit {
             atConnectionLimit = true
             connectionLimitPauses += 1
-            unreportedLimitPauses += 1
-            reportLimit()
+            if let pauses = limitReports.count(every: delegate.reportInterval) { delegate.connectionLimitReached?(pauses) }
             updateAccepting()
         }
         connection.start()
@@ -178,21 +175,12 @@ public final class HTTPServer {
         }
     }
 
-    private func reportLimit() {
-        let now = ContinuousClock.now
-        if let last = lastLimitReport, now - last < delegate.reportInterval { return }
-        lastLimitReport = now
-        delegate.connectionLimitReached?(unreportedLimitPauses)
-        unreportedLimitPauses = 0
-    }
-
     /// Out of descriptors (or kernel memory) the listening socket stays readable, so accepting
     /// again at once would spin: pause for `acceptBackoff`, report at most once per interval.
     /// A server with the reserve first spends it on the waiting connection.
     private func acceptFailed(_ code: Int32) {
         guard code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM, let listener else { return }
         acceptFailures += 1
-        unreportedAcceptFailures += 1
         if configuration.usesReservedDescriptor, ReservedDescriptor.release() {
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -211,7 +199,7 @@ public final class HTTPServer {
                 ReservedDescriptor.acquire()
             }
         }
-        report(code)
+        if let failures = acceptFailureReports.count(every: delegate.reportInterval) { delegate.acceptFailed?(code, failures) }
         backingOff = true
         updateAccepting()
         if resumeTimer == nil {
@@ -222,14 +210,6 @@ public final class HTTPServer {
             }
         }
         resumeTimer?.arm(after: configuration.acceptBackoff)
-    }
-
-    private func report(_ code: Int32) {
-        let now = ContinuousClock.now
-        if let last = lastAcceptReport, now - last < delegate.reportInterval { return }
-        lastAcceptReport = now
-        delegate.acceptFailed?(code, unreportedAcceptFailures)
-        unreportedAcceptFailures = 0
     }
 
     func connectionClosed(_ connection: HTTPServerConnection) {
@@ -289,5 +269,22 @@ public final class HTTPServer {
     /// Appends `Date: <now>` to an answer's head.
     func appendDate(to writer: inout HTTPHeadWriter) {
         dateField.appendField(at: DateFieldCache.currentSecond(), to: &writer)
+    }
+}
+
+/// Counts repeated events and lets a report through at most once per interval, with the count
+/// since the previous report (accept failures, pauses at the connection cap).
+struct ReportThrottle {
+    private var unreported = 0
+    private var last: ContinuousClock.Instant?
+
+    /// Counts one event; the number to report when a report is due, else nil.
+    mutating func count(every interval: Duration) -> Int? {
+        unreported += 1
+        let now = ContinuousClock.now
+        if let last, now - last < interval { return nil }
+        last = now
+        defer { unreported = 0 }
+        return unreported
     }
 }
