@@ -34,6 +34,13 @@ public final class SystemTime: TimeSource {
 
 /// This host's clock plus an offset to a reference clock (Redis `TIME`), kept current by
 /// whoever measures it. Until the first measurement the offset is zero.
+///
+/// The offset applied is at most `maximumOffset` either way. Clocks kept by NTP agree within
+/// milliseconds; a larger offset means one of the two clocks is wrong, and which one cannot be
+/// told from here. Followed without bound, a Redis clock years off dated every token and checked
+/// every App Attest certificate at that date (an independent sweep, stop 32, moved only the
+/// `TIME` reply six years back: the gateway issued tokens dated 2020 and accepted certificates
+/// that had expired then). Within the bound instances still share one timeline.
 public final class AlignedTime: TimeSource {
     private let offset = Atomic<Int64>(0)
     private let measured = Atomic<Bool>(false)
@@ -49,11 +56,19 @@ public final class AlignedTime: TimeSource {
         (offset.load(ordering: .relaxed), measured.load(ordering: .relaxed))
     }
 
+    /// The most the host clock is corrected by, either way (10 s, µs): within the usual token
+    /// leeway (`tokens.leeway` 30 s) of whoever checks the tokens against their own clock.
+    public static let maximumOffset: Int64 = 10_000_000
+
     /// Records a measurement: the reference read `reference` while the local clock went from
     /// `sent` to `received` (all Unix µs); the midpoint of the round trip is taken as the
-    /// moment the reference was read.
-    public func record(reference: Int64, sent: Int64, received: Int64) {
-        offset.store(reference - (sent + (received - sent) / 2), ordering: .relaxed)
+    /// moment the reference was read. Returns the measured offset (µs), which is applied only
+    /// up to `maximumOffset`.
+    @discardableResult
+    public func record(reference: Int64, sent: Int64, received: Int64) -> Int64 {
+        let measuredOffset = reference - (sent + (received - sent) / 2)
+        offset.store(min(max(measuredOffset, -Self.maximumOffset), Self.maximumOffset), ordering: .relaxed)
         measured.store(true, ordering: .relaxed)
+        return measuredOffset
     }
 }

@@ -26,34 +26,13 @@ public final class TestDNSServer: Sendable {
     /// `127.0.0.1:<port>`, for `DNSResolver.Configuration.nameservers`.
     public var nameserver: String { "127.0.0.1:\(port)" }
 
-    /// Starts the server with `zone` and waits (on a thread of its own, so a loaded
-    /// cooperative pool cannot stretch the wait) until it listens.
+    /// Starts the server with `zone` and waits until it listens.
     public static func start(_ zone: [String: Entry]) async throws -> TestDNSServer {
         let directory = NSTemporaryDirectory() + "agdns-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try write(zone, to: directory + "/zone.json")
-        let pid = try spawnProgram("/usr/bin/env", ["python3", TestGateway.fixturePath("dns_server.py"), directory + "/zone.json",
-                                                    directory + "/port", directory + "/queries.log"])
-        let port: Int? = await withCheckedContinuation { continuation in
-            Thread {
-                let deadline = ContinuousClock.now + .seconds(30)
-                var status: Int32 = 0
-                while ContinuousClock.now < deadline, waitpid(pid, &status, WNOHANG) == 0 {
-                    if let text = try? TestFile.text(directory + "/port"), let port = Int(text) {
-                        continuation.resume(returning: port)
-                        return
-                    }
-                    usleep(10_000)
-                }
-                continuation.resume(returning: nil)
-            }.start()
-        }
-        guard let port else {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-            throw RedisServerError.couldNotStart("dns_server.py did not start")
-        }
+        let (pid, port) = try await FixtureProcess.start("dns_server.py", [directory + "/zone.json", directory + "/port",
+                                                                           directory + "/queries.log"], portFile: directory + "/port")
         return TestDNSServer(port: port, directory: directory, pid: pid)
     }
 

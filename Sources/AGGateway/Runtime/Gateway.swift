@@ -138,7 +138,7 @@ public final class Gateway: Sendable {
             control.register(tierSync)
             if let aligned {
                 control.register(RedisClockAlignment(loop: control, url: gateway.redis.url, time: aligned,
-                                                     timeout: gateway.redis.backgroundTimeout))
+                                                     timeout: gateway.redis.backgroundTimeout, logger: logger))
             }
             control.register(StoreEpochWatch(loop: control, url: gateway.redis.url, timeout: gateway.redis.backgroundTimeout,
                                              epoch: shared.storeEpoch, time: shared.time, logger: shared.throttledLogger,

@@ -8,15 +8,23 @@ import AGRedis
 /// Every script gets "now" from the gateway, so instances whose clocks disagree would otherwise
 /// disagree on challenge expiry and bucket refills; measured against the one Redis clock they
 /// agree to within half a round trip. Until the first answer the host clock is used as is.
-/// Loop thread only.
+/// The correction is bounded (`AlignedTime.maximumOffset`); an offset over `warningOffset`
+/// means a clock is wrong and is logged once when it appears (and again when it has moved by
+/// another `warningOffset`), and once when it is gone. Loop thread only.
 final class RedisClockAlignment {
+    /// Offsets beyond this are logged (1 s, µs).
+    static let warningOffset: Int64 = 1_000_000
     private let redis: RedisClient
     private let time: AlignedTime
+    private let logger: Logger
     private var timer: EventTimer?
     private var inFlight = false
+    /// The offset last logged as too large, while it is.
+    private var reportedOffset: Int64?
 
-    init(loop: EventLoop, url: RedisURL, time: AlignedTime, timeout: Duration, interval: Duration = .seconds(5)) {
+    init(loop: EventLoop, url: RedisURL, time: AlignedTime, timeout: Duration, logger: Logger, interval: Duration = .seconds(5)) {
         self.time = time
+        self.logger = logger
         redis = RedisClient(url: url, loop: loop, timeout: timeout)
         redis.onStateChange = { [unowned self] state in
             if state == .connected { measure() }
@@ -41,7 +49,22 @@ final class RedisClockAlignment {
                   let seconds = parts[0].string.flatMap({ Int64($0) }), let micros = parts[1].string.flatMap({ Int64($0) }) else {
                 return
             }
-            time.record(reference: seconds * 1_000_000 + micros, sent: sent, received: received)
+            report(time.record(reference: seconds * 1_000_000 + micros, sent: sent, received: received))
+        }
+    }
+
+    private func report(_ offset: Int64) {
+        let applied = min(max(offset, -AlignedTime.maximumOffset), AlignedTime.maximumOffset)
+        if abs(offset) > Self.warningOffset {
+            if let reported = reportedOffset, abs(offset - reported) < Self.warningOffset { return }
+            reportedOffset = offset
+            logger.warn("clock differs from Redis: check NTP on this host and on the Redis server", [
+                ("offset_ms", .int(Int(offset / 1000))), ("applied_ms", .int(Int(applied / 1000))),
+                ("max_applied_ms", .int(Int(AlignedTime.maximumOffset / 1000))),
+            ])
+        } else if reportedOffset != nil {
+            reportedOffset = nil
+            logger.info("clock back in line with Redis", [("offset_ms", .int(Int(offset / 1000)))])
         }
     }
 
