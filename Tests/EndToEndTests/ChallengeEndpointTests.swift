@@ -64,6 +64,8 @@ struct ChallengeEndpointTests {
         #expect(response.code == code)
         #expect(response.json["requestId"] as? String == response.header("X-Request-ID"))
         #expect(response.json["error"] is String)
+        // RFC 9110 section 15.5.2: every 401 carries a challenge.
+        #expect(response.header("WWW-Authenticate") == (status == 401 ? "AppAttest" : nil))
         #expect(try RedisCLI.run(gateway.redisURL, "EVAL", "return #redis.call('KEYS', ARGV[1])", "0", "ag:{\(appID)}:*") == "0")
     }
 

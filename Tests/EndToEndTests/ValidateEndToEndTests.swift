@@ -214,6 +214,7 @@ struct ValidateEndToEndTests {
                                               "clientDataHash": Base64.encode(hash), "challenge": challenge])
         #expect(response.status == 401)
         #expect(response.code == "apple_validation_failed")
+        #expect(response.header("WWW-Authenticate") == "AppAttest", "RFC 9110 section 15.5.2: a 401 carries a challenge")
         #expect(try gateway.challengeState(appID: appID, challenge: challenge).hasPrefix("used:"), "checked, so spent")
         #expect(try deviceField(gateway, device, "pk").isEmpty, "nothing stored")
 

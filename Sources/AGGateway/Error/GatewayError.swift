@@ -37,13 +37,22 @@ public struct GatewayError: Error, Sendable, Equatable {
         return json.finishedBytes()
     }
 
+    /// The contract's 401s on the attestation routes, with the challenge RFC 9110 section
+    /// 15.5.2 requires of every 401: `AppAttest` names what the client proves itself with (no
+    /// registered HTTP scheme covers it; clients ignore a scheme they do not know).
+    func challenging() -> GatewayError {
+        var error = self
+        error.headers = [("WWW-Authenticate", "AppAttest")]
+        return error
+    }
+
     // MARK: The contract's codes
 
     public static func badRequest(_ message: String, hint: String? = nil) -> GatewayError {
         GatewayError(status: 400, code: "bad_request", message: message, hint: hint)
     }
     public static let unknownTenant = GatewayError(
-        status: 401, code: "unknown_tenant", message: "no tenant is configured for this X-Team-ID and X-Bundle-ID")
+        status: 401, code: "unknown_tenant", message: "no tenant is configured for this X-Team-ID and X-Bundle-ID").challenging()
     public static let notFound = GatewayError(status: 404, code: "not_found", message: "no such resource")
     public static let methodNotAllowed = GatewayError(status: 405, code: "method_not_allowed", message: "method not allowed")
     public static func payloadTooLarge(limit: Int) -> GatewayError {

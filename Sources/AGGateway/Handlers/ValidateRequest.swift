@@ -76,5 +76,5 @@ enum ValidateError {
 
     static let appleValidationFailed = GatewayError(
         status: 401, code: "apple_validation_failed", message: "the attestation did not verify",
-        hint: "generate a new key, fetch a new challenge and attest again")
+        hint: "generate a new key, fetch a new challenge and attest again").challenging()
 }
