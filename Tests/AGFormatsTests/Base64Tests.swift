@@ -63,6 +63,17 @@ struct Base64Tests {
         #expect(Base64.decodeURL(text) == nil, "\(name)")
     }
 
+    @Test("either alphabet, padded or not; never both at once")
+    func eitherAlphabet() {
+        let bytes: [UInt8] = [0xFB, 0xFF, 0xBF, 0x01]  // "+/+/AQ==" and "-_-_AQ=="
+        for text in ["+/+/AQ==", "+/+/AQ", "-_-_AQ==", "-_-_AQ"] {
+            #expect(Base64.decodeEitherAlphabet(text) == bytes, "\(text)")
+        }
+        for text in ["+_+_AQ==", "-/-/AQ", "-_-_AQ=", "-_-_AQ===", "-_-_A Q==", "-_-_AR=="] {
+            #expect(Base64.decodeEitherAlphabet(text) == nil, "\(text)")
+        }
+    }
+
     @Test("every length and byte value round-trips through both alphabets")
     func roundTrip() {
         var generator = SystemRandomNumberGenerator()

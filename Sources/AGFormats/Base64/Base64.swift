@@ -85,6 +85,22 @@ public enum Base64 {
         decode(utf8: text.utf8, table: urlTable, allowPadding: false)
     }
 
+    /// Base64 in either alphabet (RFC 4648 sections 4 and 5), `=` padding optional (complete and
+    /// correct when present), otherwise strict: what Macs, IdPs and admin tools variously send
+    /// for key ids and raw keys. A mix of both alphabets is refused (nobody produces one).
+    public static func decodeEitherAlphabet<S: StringProtocol>(_ text: S) -> [UInt8]? {
+        var urlSafe = false, standard = false
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "-"), UInt8(ascii: "_"): urlSafe = true
+            case UInt8(ascii: "+"), UInt8(ascii: "/"): standard = true
+            default: break
+            }
+        }
+        if urlSafe && standard { return nil }
+        return decode(utf8: text.utf8, table: urlSafe ? urlTable : standardTable, allowPadding: true)
+    }
+
     /// Standard base64 given as UTF-8 bytes (for example straight from a request body).
     public static func decode<D: Sequence>(utf8: D) -> [UInt8]? where D.Element == UInt8 {
         decode(utf8: utf8, table: standardTable, allowPadding: true)

@@ -7,13 +7,13 @@ import Foundation
 
 /// Admin calls on one tenant's devices, subjects and usage (DESIGN section 8).
 enum AdminDeviceHandlers {
-    /// `{keyId}` in a path: base64url, or standard base64 with `%2B`/`%2F`; returns the
-    /// standard base64 form used in Redis keys.
+    /// `{keyId}` in a path: base64url or standard base64 (with `%2B`/`%2F`/`%3D`), padded or
+    /// not; returns the standard base64 form used in Redis keys.
     static func canonicalKeyID(_ text: Substring) -> String? {
         let unescaped = text.replacingOccurrences(of: "%2B", with: "+").replacingOccurrences(of: "%2F", with: "/")
             .replacingOccurrences(of: "%2b", with: "+").replacingOccurrences(of: "%2f", with: "/")
             .replacingOccurrences(of: "%3D", with: "=").replacingOccurrences(of: "%3d", with: "=")
-        guard let bytes = Base64.decodeURL(unescaped) ?? Base64.decode(unescaped), bytes.count == 32 else { return nil }
+        guard let bytes = Base64.decodeEitherAlphabet(unescaped), bytes.count == 32 else { return nil }
         return Base64.encode(bytes)
     }
 

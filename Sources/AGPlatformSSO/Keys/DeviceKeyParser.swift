@@ -35,7 +35,7 @@ public enum DeviceKeyParser {
             }
             return try parseJWK(json)
         }
-        guard let bytes = AnyAlphabetBase64.decode(trimmed) else {
+        guard let bytes = Base64.decodeEitherAlphabet(trimmed) else {
             throw DeviceKeyError("the key is not PEM, a JWK, or base64 of a 65-byte X9.63 point")
         }
         return try point(bytes, form: "base64 key")

@@ -19,7 +19,7 @@ public struct PlatformSSOKeyID: Sendable, Hashable, CustomStringConvertible {
     /// a 32-byte digest; nil for anything else (other lengths, mixed alphabets, whitespace,
     /// wrong padding, non-canonical trailing bits).
     public init?(normalizing text: some StringProtocol) {
-        guard let bytes = AnyAlphabetBase64.decode(text), bytes.count == SHA256.byteCount else { return nil }
+        guard let bytes = Base64.decodeEitherAlphabet(text), bytes.count == SHA256.byteCount else { return nil }
         digest = bytes
     }
 
