@@ -138,9 +138,11 @@ func timeout() throws {
 
 @Test("connecting to a port nobody listens on reports connection refused")
 func connectionRefused() throws {
-    let port = unusedLoopbackPort()
+    let refusing = RefusingPort()
+    let port = refusing.port
     let client = try BlockingHTTPClient(url: "http://localhost:\(port)")
     #expect(throws: HTTPClientError.connectionRefused(address: "127.0.0.1:\(port)")) { try client.request(path: "/") }
+    withExtendedLifetime(refusing) {}
 }
 
 @Test("malformed responses and oversized bodies are refused")

@@ -261,13 +261,15 @@ func loadErrorsCounted() throws {
     #expect((report.errors["rate_limited"] ?? 0) > 0)
     #expect(report.errors.keys.sorted() == ["rate_limited"])
 
-    let refused = try HTTPEndpoint(url: "http://127.0.0.1:\(unusedLoopbackPort())")
+    let refusing = RefusingPort()
+    let refused = try HTTPEndpoint(url: "http://127.0.0.1:\(refusing.port)")
     var config = try configuration(server)
     config.gateway = refused
     let down = try LoadGenerator(configuration: config, teamID: "ABCDE12345", bundleID: "com.example.app",
                                  devices: 1, concurrency: 1, duration: .milliseconds(100)).run()
     #expect(down.refreshes == 0)
     #expect(down.errors.keys.sorted() == ["connection_refused"])
+    withExtendedLifetime(refusing) {}
 }
 
 @Test("latency percentiles use nearest rank")

@@ -19,3 +19,30 @@ public func unusedLoopbackPort() -> UInt16 {
     }
     return UInt16(bigEndian: address.sin_port)
 }
+
+/// A loopback TCP port that refuses connections for as long as this object lives: bound and
+/// never listened on, so a connect gets `ECONNREFUSED` and no other process or test can take
+/// the port meanwhile (with `unusedLoopbackPort` a gateway of a parallel test once did, and a
+/// "refused" connection was answered 401).
+public final class RefusingPort: Sendable {
+    public let port: UInt16
+    private let descriptor: Int32
+
+    public init() {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.descriptor = descriptor
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                _ = bind(descriptor, pointer, length)
+                return getsockname(descriptor, pointer, &length)
+            }
+        }
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    deinit { close(descriptor) }
+}
