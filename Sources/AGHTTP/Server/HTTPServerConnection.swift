@@ -566,6 +566,16 @@ final class HTTPServerConnection {
             handshakeEvent(events)
             return
         }
+        if isSecure {
+            // libevent's OpenSSL bufferevent stops writing as well as reading when the TLS
+            // connection ends (its `conn_closed`): an answer still queued would never go out,
+            // and the connection would wait for it with no event and no timeout left — forever
+            // (an independent sweep leaked a descriptor per refused head this way). So a TLS
+            // peer's close ends the connection, answered with our own close_notify (RFC 8446
+            // section 6.1) when it was an orderly one.
+            close(notifyPeer: events & Int16(BEV_EVENT_EOF) != 0 || events & Int16(BEV_EVENT_TIMEOUT) != 0)
+            return
+        }
         if machine.state == .draining(linger: true), events & Int16(BEV_EVENT_EOF) != 0,
            events & Int16(BEV_EVENT_WRITING) == 0 {
             // The client closed while its answer drains: that still goes out, then close.
