@@ -315,6 +315,12 @@ struct ProxyEndToEndTests {
         let response = try second.get("/api/x", token: token)
         #expect(response.status == 403)
         #expect(response.code == "forbidden")
+        // Every refusal is counted, the ones a worker decided from the events stream too (those
+        // were not, until stop 32: an independent sweep saw the counter stay at 0).
+        func forbidden() -> Int { second.gateway.accessLogText().split(separator: "\n").filter { $0.contains(#""code":"forbidden""#) }.count }
+        #expect(try eventually {
+            try forbidden() >= 5 && second.metric("attestgate_proxy_refused_devices_total{reason=\"revoked\"}") == forbidden()
+        }, "\(forbidden()) refusals")
 
         // A third instance that never saw the message learns it from Redis on first sight.
         let third = try ProxyFixture(teamID: first.teamID, upstream: first.upstream)

@@ -140,6 +140,7 @@ enum ProxyHandler {
     private static func checkRevocation(_ context: RequestContext, tenant: Tenant, proxy: TenantProxy, token: VerifiedToken) {
         guard let keyID = token.keyID else { return context.fail(.tokenInvalid("the token names no device")) }
         guard !context.services.revocations.isRevoked(appID: tenant.appID, keyID: keyID) else {
+            context.services.metrics.increment(RefusedDeviceSeries.revoked)
             return context.fail(.deviceRevoked)
         }
         admit(context, tenant: tenant, proxy: proxy, token: token)

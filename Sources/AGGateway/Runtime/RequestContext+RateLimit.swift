@@ -70,8 +70,7 @@ extension RequestContext {
         switch admission {
         case .refused(let standing):
             token.checkedEpoch = nil
-            services.metrics.increment(standing == .revoked ? "attestgate_proxy_refused_devices_total{reason=\"revoked\"}"
-                                                            : "attestgate_proxy_refused_devices_total{reason=\"unknown\"}")
+            services.metrics.increment(standing == .revoked ? RefusedDeviceSeries.revoked : RefusedDeviceSeries.unknown)
             fail(.deviceRevoked)
             return false
         case .checked(let outcome, let epoch):
@@ -116,4 +115,11 @@ extension RequestContext {
         }
         return false
     }
+}
+
+/// `attestgate_proxy_refused_devices_total`: proxied requests refused for their device, by the
+/// record read in Redis or by a revocation this worker heard on the events stream.
+enum RefusedDeviceSeries {
+    static let revoked = "attestgate_proxy_refused_devices_total{reason=\"revoked\"}"
+    static let unknown = "attestgate_proxy_refused_devices_total{reason=\"unknown\"}"
 }
