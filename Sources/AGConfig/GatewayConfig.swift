@@ -124,7 +124,14 @@ public struct AdminConfig: Sendable, Hashable {
     /// it cannot be read or holds nothing else.
     public static func token(inFile path: String) -> String? {
         guard case .success(let bytes) = ConfigFiles.read(path) else { return nil }
-        var token = Substring(String(decoding: bytes, as: UTF8.self)).drop(while: \.isWhitespace)
+        return token(trimming: String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// A token as written in a file or an environment variable: surrounding whitespace (the
+    /// newline a file, or a Kubernetes secret made from one, ends with) is not part of it; nil
+    /// when nothing else is there.
+    public static func token(trimming text: String) -> String? {
+        var token = Substring(text).drop(while: \.isWhitespace)
         while token.last?.isWhitespace == true { token.removeLast() }
         return token.isEmpty ? nil : String(token)
     }

@@ -131,8 +131,8 @@ extension RedisConfig {
 /// Reads the admin bearer token: the environment variable wins over the file.
 enum AdminToken {
     static func load(_ config: GatewayConfig) -> String? {
-        if let name = config.admin.tokenEnvironmentVariable, let value = ProcessInfo.processInfo.environment[name],
-           !value.isEmpty {
+        if let name = config.admin.tokenEnvironmentVariable,
+           let value = ProcessInfo.processInfo.environment[name].flatMap({ AdminConfig.token(trimming: $0) }) {
             return value
         }
         return config.admin.tokenFile.flatMap(AdminConfig.token(inFile:))

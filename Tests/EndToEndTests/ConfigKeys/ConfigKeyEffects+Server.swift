@@ -161,9 +161,11 @@ extension ConfigKeyEffects {
             #expect(refused.status == 401)
             #expect(refused.code == "unauthorized")
         },
-        KeyEffect(key: "gateway:admin.token_env", observed: "the variable's token opens the admin API") {
+        KeyEffect(key: "gateway:admin.token_env", observed: "the variable's token, without the newline around it, opens the admin API") {
             let name = "AG_TEST_ADMIN_TOKEN_\(UInt32.random(in: 0...UInt32.max))"
-            setenv(name, "env-token-456", 1)
+            // As a Kubernetes secret made from a file gives it: with its newline, which is not
+            // part of the token (every admin call was 401 until stop 32: an independent sweep).
+            setenv(name, "env-token-456\n", 1)
             defer { unsetenv(name) }
             let probe = try KeyProbe(gatewayYAML: "admin:\n  listen: \"127.0.0.1:0\"\n  token_env: \(name)\n")
             let ok = try HTTPTestClient.send(port: probe.gateway.adminPort, "GET", "/admin/v1/tiers", headers: [("Authorization", "Bearer env-token-456")])
