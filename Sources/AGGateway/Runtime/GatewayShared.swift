@@ -31,6 +31,8 @@ final class GatewayShared: Sendable {
     let throttledLogger: ThrottledLogSink
     /// The public listener's TLS context, when it was started with `server.tls`.
     let listenerTLS: ListenerTLS?
+    /// The configuration the process started with: what the restart-only settings still are.
+    private let running: GatewayConfig
     private let reloadGeneration: Locked<Int>
 
     init(configPath: String, snapshot: GatewaySnapshot, logger: Logger, accessLog: Logger, control: EventLoop,
@@ -45,6 +47,7 @@ final class GatewayShared: Sendable {
         self.throttledLogger = ThrottledLogSink(base: logger, throttle: LogThrottle(time: time))
         self.control = control
         self.reloadGeneration = Locked(snapshot.generation)
+        self.running = snapshot.gateway
         self.listenerTLS = snapshot.serverTLS.map(ListenerTLS.init)
     }
 
@@ -55,11 +58,12 @@ final class GatewayShared: Sendable {
             let started = ContinuousClock.now
             do throws(ConfigError) {
                 let config = try ConfigLoader.load(path: configPath)
-                let previous = snapshots.snapshot.gateway
-                for (name, old, new) in Self.restartOnlySettings(previous, config.gateway) where old != new {
+                let snapshot = try GatewaySnapshot(config: config, generation: generation + 1, adminToken: AdminToken.load(config.gateway))
+                // Against what the process runs with, not the previous file: a value changed
+                // back needs no restart, and one still changed is named at every reload.
+                for (name, old, new) in Self.restartOnlySettings(running, config.gateway) where old != new {
                     logger.warn("setting changed on reload takes effect after a restart", [("key", .string(name))])
                 }
-                let snapshot = try GatewaySnapshot(config: config, generation: generation + 1, adminToken: AdminToken.load(config.gateway))
                 generation += 1
                 snapshots.replace(snapshot)
                 if let listenerTLS, let context = snapshot.serverTLS, let files = config.gateway.server.tls {

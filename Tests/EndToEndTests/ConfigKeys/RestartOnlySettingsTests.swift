@@ -9,7 +9,8 @@ struct RestartOnlySettingsTests {
     @Test func aReloadNamesEveryRestartOnlySettingItChanges() throws {
         let probe = try KeyProbe(gatewayYAML: KeyProbe.server("  timeouts: { read: 30s, write: 30s, idle: 60s }\n"))
         let path = probe.gateway.directory + "/gateway.yaml"
-        var yaml = try TestFile.text(path)
+        let original = try TestFile.text(path)
+        var yaml = original
         let changes = [
             ("timeouts: { read: 30s, write: 30s, idle: 60s }",
              "timeouts: { read: 5s, write: 6s, idle: 7s, upstream_response: 9s, tls_handshake: 3s, header: 4s, body_min_rate: 100, body_rate_window: 3s }\n  max_connections: 50"),
@@ -39,5 +40,15 @@ struct RestartOnlySettingsTests {
         // Applied at once, so not named: the upstream timeout and the access log switch.
         #expect(!named.contains("server.timeouts.upstream_response"))
         #expect(!named.contains("log.access_log"))
+
+        // Compared with what the process runs with, not with the previous file (stop 32, an
+        // independent sweep): still changed at the next reload, named again; changed back, not
+        // named (it was, falsely, as a change from the reloaded values).
+        let warning = "setting changed on reload takes effect after a restart"
+        #expect(try probe.gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(probe.logLines(warning).count == 28, "the 14 still changed are named again")
+        try original.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try probe.gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(probe.logLines(warning).count == 28, "changed back: nothing to name")
     }
 }
