@@ -10,7 +10,10 @@ struct AdminAndMetricsTests {
         let token = gateway.adminToken
         for headers in [[], [("Authorization", "Bearer wrong")], [("Authorization", "Basic \(token)")],
                         [("Authorization", "Bearer")], [("Authorization", "Bearer \(token)x")],
-                        [("Authorization", "Bearer \(token.dropLast())")], [("Authorization", "Bearerx \(token)")]] {
+                        [("Authorization", "Bearer \(token.dropLast())")], [("Authorization", "Bearerx \(token)")],
+                        // Twice, either copy holding the token (the first decided until stop 32).
+                        [("Authorization", "Bearer \(token)"), ("Authorization", "Bearer wrong")],
+                        [("Authorization", "Bearer wrong"), ("Authorization", "Bearer \(token)")]] {
             let response = try HTTPTestClient.send(port: gateway.adminPort, "GET", "/metrics", headers: headers)
             #expect(response.status == 401, "\(headers)")
             #expect(response.code == "unauthorized")
@@ -37,11 +40,11 @@ struct AdminAndMetricsTests {
         let app = "/admin/v1/tenants/\(teamID).com.example.app"
         let key = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
         let rows: [(String, String, String)] = [
-            ("DELETE", "/metrics", "GET"), ("GET", "/admin/v1/reload", "POST"),
-            ("GET", "/admin/v1/store/acknowledge-reset", "POST"), ("POST", "/admin/v1/tenants", "GET"),
-            ("DELETE", "/admin/v1/tiers", "GET"), ("DELETE", "/admin/v1/tiers/free", "PUT"),
-            ("DELETE", app, "GET"), ("GET", app + "/tier", "PUT, DELETE"), ("PUT", app + "/usage", "GET"),
-            ("DELETE", app + "/keys/" + key, "PUT, GET"), ("GET", app + "/keys/" + key + "/revoke", "POST"),
+            ("DELETE", "/metrics", "GET, HEAD"), ("GET", "/admin/v1/reload", "POST"),
+            ("GET", "/admin/v1/store/acknowledge-reset", "POST"), ("POST", "/admin/v1/tenants", "GET, HEAD"),
+            ("DELETE", "/admin/v1/tiers", "GET, HEAD"), ("DELETE", "/admin/v1/tiers/free", "PUT"),
+            ("DELETE", app, "GET, HEAD"), ("GET", app + "/tier", "PUT, DELETE"), ("PUT", app + "/usage", "GET, HEAD"),
+            ("DELETE", app + "/keys/" + key, "PUT, GET, HEAD"), ("GET", app + "/keys/" + key + "/revoke", "POST"),
             ("GET", app + "/subjects/00000000-0000-4000-8000-000000000000/subscription", "PUT"),
         ]
         for (method, path, allow) in rows {
@@ -56,6 +59,15 @@ struct AdminAndMetricsTests {
             #expect(response.code == "not_found")
         }
         #expect(try gateway.admin("GET", "/admin/v1/tiers").text.contains(#""free""#), "the tiers are untouched")
+
+        // HEAD is GET without the body (RFC 9110 section 9.1; it was 405 until stop 32).
+        for path in ["/metrics", "/admin/v1/tiers", app, app + "/usage"] {
+            let get = try gateway.admin("GET", path)
+            let head = try gateway.admin("HEAD", path)
+            #expect(head.status == 200, "HEAD \(path): \(head.status)")
+            #expect(head.body.isEmpty)
+            #expect(head.header("Content-Type") == get.header("Content-Type"), "HEAD \(path)")
+        }
     }
 
     @Test func metricsCountRequestsByTenantRouteAndCode() throws {

@@ -16,7 +16,7 @@ struct AdminRouter {
             return
         }
         let path = request.path
-        switch (request.method, path) {
+        switch (context.adminMethod, path) {
         case ("GET", "/metrics"):
             context.route = "metrics"
             context.respond(status: 200, body: Array(services.metricsText().utf8),
@@ -74,9 +74,7 @@ struct AdminRouter {
     /// the public listener), else 404.
     private static func refuse(_ context: RequestContext, allowed: [String]) {
         guard !allowed.isEmpty else { return context.fail(.notFound) }
-        var error = GatewayError.methodNotAllowed
-        error.headers = [("Allow", allowed.joined(separator: ", "))]
-        context.fail(error)
+        context.fail(.methodNotAllowed(allowing: allowed))
     }
 
     /// `/admin/v1/tenants/{appId}/…`
@@ -86,7 +84,7 @@ struct AdminRouter {
             return
         }
         context.tenant = tenant
-        let method = context.request.method
+        let method = context.adminMethod
         switch (method, Array(parts.dropFirst())) {
         case ("GET", let rest) where rest.isEmpty:
             context.route = "admin_tenants"
@@ -125,9 +123,12 @@ struct AdminRouter {
     }
 
     /// `Authorization: Bearer <admin token>`, the scheme in any case and followed by one or
-    /// more spaces (RFC 9110 sections 11.1 and 11.4); the token compared in constant time.
+    /// more spaces (RFC 9110 sections 11.1 and 11.4); the token compared in constant time. The
+    /// field sent twice is refused, whichever copy holds the token (a proxy in front may read
+    /// the other one; nginx refuses it too).
     private func authorized(_ context: RequestContext) -> Bool {
-        guard let expected = context.snapshot.adminToken, let header = context.request.headers["Authorization"] else {
+        let fields = context.request.headers.values("Authorization")
+        guard let expected = context.snapshot.adminToken, fields.count == 1, let header = fields.first else {
             return false
         }
         let value = Array(header.utf8)
@@ -151,5 +152,22 @@ struct AdminRouter {
                 context.fail(gatewayError)
             }
         }
+    }
+}
+
+extension RequestContext {
+    /// The method an admin call is dispatched on: HEAD is answered as GET, without the body
+    /// (RFC 9110 section 9.1: a general-purpose server supports GET and HEAD; the answer's
+    /// writer leaves the body out of a HEAD's answer and keeps its `Content-Length`).
+    var adminMethod: String { request.method == "HEAD" ? "GET" : request.method }
+}
+
+extension GatewayError {
+    /// 405 with `Allow` naming `methods`, and HEAD beside GET (`RequestContext.adminMethod`).
+    static func methodNotAllowed(allowing methods: [String]) -> GatewayError {
+        var error = GatewayError.methodNotAllowed
+        let allowed = methods.flatMap { $0 == "GET" ? ["GET", "HEAD"] : [$0] }
+        error.headers = [("Allow", allowed.joined(separator: ", "))]
+        return error
     }
 }

@@ -18,7 +18,7 @@ enum AdminPlatformSSOHandlers {
             return context.fail(GatewayError(status: 404, code: "not_found", message: "this tenant has no platform_sso section"))
         }
         guard path.count >= 2, path.count <= 3, path[0] == "devices" else { return context.fail(.notFound) }
-        let method = context.request.method
+        let method = context.adminMethod
         let action = path.count == 3 ? path[2] : nil
         let allowed: [String] = switch action {
         case nil: ["PUT", "GET", "DELETE"]
@@ -26,11 +26,7 @@ enum AdminPlatformSSOHandlers {
         default: []
         }
         guard !allowed.isEmpty else { return context.fail(.notFound) }
-        guard allowed.contains(method) else {
-            var error = GatewayError.methodNotAllowed
-            error.headers = [("Allow", allowed.joined(separator: ", "))]
-            return context.fail(error)
-        }
+        guard allowed.contains(method) else { return context.fail(.methodNotAllowed(allowing: allowed)) }
         guard let keyID = keyID(path[1]) else {
             return context.fail(GatewayError(status: 400, code: "key_id_invalid",
                                              message: "kid must be the base64url SHA-256 of the device's signing key (X9.63)"))
