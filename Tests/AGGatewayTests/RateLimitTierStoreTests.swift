@@ -31,8 +31,13 @@ struct RateLimitTierStoreTests {
 
     @Test func anOverrideToAVanishedTierFallsBackToTheFileTier() {
         let store = TierStore()
-        store.replace(.init(tenantTiers: [Self.app: "platinum"]))
+        store.replace(.init(tenantTiers: [Self.app: "platinum", "B.other.app": "gold"]))
         #expect(store.effectiveTier(appID: Self.app, fileTier: "gold", fileTiers: Self.fileTiers) == Self.fileTiers["gold"])
+        // Ignored, so named for the reload's warning (it was silent until stop 32).
+        #expect(store.overridesNamingNoTier(fileTiers: Self.fileTiers).map(\.appID) == [Self.app])
+        #expect(store.overridesNamingNoTier(fileTiers: Self.fileTiers).map(\.tier) == ["platinum"])
+        store.apply(event: .tierNumbers(name: "platinum", numbers: TierNumbers(attest: 1, challenge: 2, api: 3, madLimit: .limited(4))))
+        #expect(store.overridesNamingNoTier(fileTiers: Self.fileTiers).isEmpty, "a tier the runtime defines exists")
     }
 
     @Test func runtimeNumbersReplaceFileNumbersFieldByField() {

@@ -88,6 +88,15 @@ public final class TierStore: Sendable {
         }
     }
 
+    /// The tenant overrides (App ID → tier name) naming a tier that exists neither in
+    /// `fileTiers` nor at runtime: ignored, so each is worth a warning.
+    public func overridesNamingNoTier(fileTiers: [String: RateTier]) -> [(appID: String, tier: String)] {
+        state.withLock { overrides in
+            overrides.tenantTiers.filter { Self.resolve($0.value, overrides, fileTiers) == nil }
+                .map { (appID: $0.key, tier: $0.value) }.sorted { $0.appID < $1.appID }
+        }
+    }
+
     /// Whether `name` is a tier a tenant may be moved to.
     public func tierExists(_ name: String, fileTiers: [String: RateTier]) -> Bool {
         state.withLock { Self.resolve(name, $0, fileTiers) != nil }

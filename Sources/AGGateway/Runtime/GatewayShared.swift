@@ -72,6 +72,10 @@ final class GatewayShared: Sendable {
                     context.logLoaded(logger, files: files, now: time.nowMilliseconds / 1000)
                 }
                 snapshot.warnIfTestCATrusted(logger)
+                for (appID, tier) in tierStore.overridesNamingNoTier(fileTiers: config.gateway.tiers) {
+                    logger.warn("tenant tier override names no tier: the tenant file's tier applies",
+                                [("tenant", .string(appID)), ("tier", .string(tier))])
+                }
                 metrics.increment(MetricsRegistry.reloadsOK)
                 logger.info("configuration reloaded", [
                     ("trigger", .string(trigger)), ("generation", .int(generation)),
