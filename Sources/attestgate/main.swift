@@ -72,6 +72,9 @@ case "serve":
     serve(configPath: path)
     exit(0)
 case "check-config":
+    // One configuration per call: a second operand was ignored, and a script checking two
+    // directories believed both were checked.
+    guard arguments.count <= 2 else { fail("check-config takes one configuration (a directory or its gateway.yaml)\n" + usage, code: 2) }
     let path = arguments.count > 1 ? arguments[1] : "conf"
     let problems = GatewaySnapshot.check(path: path)
     if problems.isEmpty {

@@ -32,6 +32,10 @@ struct CommandLineTests {
 
         let ok = try runProgram(binary, ["check-config", root + "/conf"], mergingErrors: true)
         #expect(ok.status == 0, "\(String(decoding: ok.output, as: UTF8.self))")
+        // A second operand is refused (it was ignored, with "configuration OK" and 0).
+        let two = try runProgram(binary, ["check-config", root + "/conf", "/nonexistent"], mergingErrors: true)
+        #expect(two.status == 2)
+        #expect(String(decoding: two.output, as: UTF8.self).hasPrefix("check-config takes one configuration"))
 
         try "team_id: ABCDE12345\nbundle_id: com.other.app\nroutes:\n  - prefix: /api/\n    auth: maybe\n"
             .write(toFile: root + "/conf/tenants/broken.yaml", atomically: true, encoding: .utf8)

@@ -194,6 +194,10 @@ struct RateLimitEndToEndTests {
         let unknown = try a.admin("PUT", "/admin/v1/tenants/\(appID)/tier", json: #"{"tier":"no-such-tier"}"#)
         #expect(unknown.status == 404)
         #expect(unknown.code == "not_found")
+        // A misspelt extra member is refused, not dropped (stop 32, independent sweep).
+        let extra = try a.admin("PUT", "/admin/v1/tenants/\(appID)/tier", json: #"{"tier":"\#(tier)","tire":"x"}"#)
+        #expect(extra.status == 400)
+        #expect(extra.code == "bad_request")
         #expect(try a.admin("PUT", "/admin/v1/tenants/\(appID)/tier", json: #"{"tier":"\#(tier)"}"#).status == 200)
         #expect(try a.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "9")
         let tiers = try a.admin("GET", "/admin/v1/tiers")

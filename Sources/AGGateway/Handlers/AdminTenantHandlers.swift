@@ -54,8 +54,10 @@ enum AdminTenantHandlers {
     /// `PUT /admin/v1/tenants/{appId}/tier` `{"tier": "pro"}`
     static func setTenantTier(_ context: RequestContext, _ tenant: Tenant) {
         context.request.collectBody(limit: context.snapshot.gateway.server.maxBodyBytes) { result in
-            guard case .success(let body) = result, let json = try? JSONValue(parsing: body), let name = json["tier"]?.stringValue else {
-                context.fail(.badRequest("body must be {\"tier\": \"<name>\"}"))
+            // Exactly the one member: a misspelt extra one is refused, as by `PUT …/tiers/{name}`.
+            guard case .success(let body) = result, case .object(let members)? = try? JSONValue(parsing: body),
+                  members.count == 1, let name = members["tier"]?.stringValue else {
+                context.fail(.badRequest("body must be {\"tier\": \"<name>\"} and nothing else"))
                 return
             }
             context.services.tiers.setTenantTier(appID: tenant.appID, tier: name, fileTiers: context.snapshot.gateway.tiers) { result in
