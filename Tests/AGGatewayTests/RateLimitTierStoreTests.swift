@@ -112,6 +112,7 @@ struct RateLimitTierStoreTests {
             .tenantTier(appID: Self.app, tier: "pro"),
             .tenantTier(appID: Self.app, tier: nil),
             .tierNumbers(name: "gold", numbers: TierNumbers(attest: 9, madLimit: .unlimited)),
+            .tierNumbers(name: "gold", numbers: nil),
         ]
         for event in events {
             #expect(TierStore.Event(json: Array(event.json.utf8)) == event)

@@ -42,7 +42,7 @@ struct AdminAndMetricsTests {
         let rows: [(String, String, String)] = [
             ("DELETE", "/metrics", "GET, HEAD"), ("GET", "/admin/v1/reload", "POST"),
             ("GET", "/admin/v1/store/acknowledge-reset", "POST"), ("POST", "/admin/v1/tenants", "GET, HEAD"),
-            ("DELETE", "/admin/v1/tiers", "GET, HEAD"), ("DELETE", "/admin/v1/tiers/free", "PUT"),
+            ("DELETE", "/admin/v1/tiers", "GET, HEAD"), ("POST", "/admin/v1/tiers/free", "PUT, DELETE"),
             ("DELETE", app, "GET, HEAD"), ("GET", app + "/tier", "PUT, DELETE"), ("PUT", app + "/usage", "GET, HEAD"),
             ("DELETE", app + "/keys/" + key, "PUT, GET, HEAD"), ("GET", app + "/keys/" + key + "/revoke", "POST"),
             ("GET", app + "/subjects/00000000-0000-4000-8000-000000000000/subscription", "PUT"),

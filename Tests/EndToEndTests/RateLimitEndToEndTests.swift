@@ -202,8 +202,23 @@ struct RateLimitEndToEndTests {
         #expect(try a.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "9")
         let tiers = try a.admin("GET", "/admin/v1/tiers")
         #expect(((tiers.json["tiers"] as? [String: Any])?[tier] as? [String: Any])?["api"] as? Int == 11)
+        #expect((((tiers.json["tiers"] as? [String: Any])?[tier] as? [String: Any])?["runtime"] as? [String: Any])?["api"] as? Int == 11,
+                "the runtime numbers are shown as such")
         let list = try a.admin("GET", "/admin/v1/tenants")
         #expect((list.json["tenants"] as? [[String: Any]])?.first?["appId"] as? String == appID)
+
+        // Runtime numbers can be removed (stop 32: there was no way but Redis by hand). A tier
+        // only the runtime defined is gone then, and its tenants are on their file tier again.
+        let removed = try a.admin("DELETE", "/admin/v1/tiers/\(tier)")
+        #expect(removed.status == 200)
+        #expect(removed.json["removed"] as? Bool == true)
+        #expect(removed.json["limits"] is NSNull)
+        #expect(try a.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "1000000")
+        #expect((try a.admin("GET", "/admin/v1/tiers").json["tiers"] as? [String: Any])?[tier] == nil)
+        #expect(try RedisCLI.run(a.redisURL, "HEXISTS", "ag:{cfg}:tiers", tier) == "0")
+        #expect(try a.admin("DELETE", "/admin/v1/tiers/\(tier)").json["removed"] as? Bool == false, "nothing left to remove")
+        #expect(try a.admin("DELETE", "/admin/v1/tiers/Bad%20Name").code == "bad_request")
+        #expect(try a.admin("DELETE", "/admin/v1/tenants/\(appID)/tier").status == 200)
     }
 
     /// A file tier gets a subset of its numbers by PUT; the next PUT replaces the earlier runtime

@@ -89,7 +89,15 @@ enum AdminTenantHandlers {
     static func listTiers(_ context: RequestContext) {
         let tiers = context.services.tiers.effectiveTiers(fileTiers: context.snapshot.gateway.tiers)
         var members: [String: JSONValue] = [:]
-        for (name, tier) in tiers { members[name] = limitsJSON(tier) }
+        for (name, tier) in tiers {
+            var entry = limitsJSON(tier)
+            // Which of the numbers are runtime ones (`PUT`), so that `DELETE` can be judged.
+            if let runtime = context.services.tiers.runtimeNumbers(tier: name), case .object(var fields) = entry {
+                fields["runtime"] = runtime.jsonValue
+                entry = .object(fields)
+            }
+            members[name] = entry
+        }
         context.respond(status: 200, body: JSONValue.object(["tiers": .object(members)]).serialized(), contentType: "application/json")
     }
 
@@ -117,6 +125,23 @@ enum AdminTenantHandlers {
                 case .failure(let error):
                     fail(context, error)
                 }
+            }
+        }
+    }
+
+    /// `DELETE /admin/v1/tiers/{name}`: the tier's runtime numbers removed; answers whether
+    /// there were any and the tier now in force (null when only the runtime defined it).
+    static func clearTier(_ context: RequestContext, name: String) {
+        context.services.tiers.clearTier(name: name) { result in
+            switch result {
+            case .success(let removed):
+                if removed { context.services.logger.info("tier runtime numbers removed", [("tier", .string(name))]) }
+                let limits = context.services.tiers.effectiveTiers(fileTiers: context.snapshot.gateway.tiers)[name]
+                context.respond(status: 200, body: JSONValue.object([
+                    "name": .string(name), "removed": .bool(removed), "limits": limits.map(limitsJSON) ?? .null,
+                ]).serialized(), contentType: "application/json")
+            case .failure(let error):
+                fail(context, error)
             }
         }
     }

@@ -26,6 +26,12 @@ extension TierStore {
         redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
         """ + GatewayEvents.luaAppend(streamKey: 2, eventArgument: 3) + "return 1\n")
 
+    /// `KEYS`: tier numbers, events stream. `ARGV`: tier name, event. Returns whether runtime
+    /// numbers were removed.
+    static let clearTierScript = RedisScript("""
+        local removed = redis.call('HDEL', KEYS[1], ARGV[1])
+        """ + GatewayEvents.luaAppend(streamKey: 2, eventArgument: 2) + "return removed\n")
+
     /// Moves a tenant to `tier` at runtime (`PUT /admin/v1/tenants/{appId}/tier`).
     ///
     /// Fails with `.invalidTierName`, `.unknownTier` (neither the file nor the runtime defines
@@ -93,6 +99,26 @@ extension TierStore {
             case .success:
                 self.apply(event: event)
                 completion(.success(tier))
+            }
+        }
+    }
+
+    /// Removes a tier's runtime numbers (`DELETE /admin/v1/tiers/{name}`): a file tier is the
+    /// file's again, a tier only the runtime defined is gone (tenants moved to it fall back to
+    /// their file tier, which a reload warns about). Completes with whether there were numbers.
+    public func clearTier(name: String, redis: RedisClient, completion: @escaping (Result<Bool, TierChangeError>) -> Void) {
+        guard TierNumbers.isValidTierName(name) else {
+            completion(.failure(.invalidTierName(name)))
+            return
+        }
+        let event = Event.tierNumbers(name: name, numbers: nil)
+        redis.evalScript(Self.clearTierScript, keys: [Self.tierNumbersKey, Self.eventsStream], args: [name, event.json]) { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(.store(error)))
+            case .success(let reply):
+                self.apply(event: event)
+                completion(.success((reply.int ?? 0) > 0))
             }
         }
     }

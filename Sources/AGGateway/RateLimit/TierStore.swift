@@ -77,6 +77,11 @@ public final class TierStore: Sendable {
         state.withLock { $0.tenantTiers[appID] }
     }
 
+    /// The runtime numbers stored for `name`, if any (for the admin API).
+    public func runtimeNumbers(tier name: String) -> TierNumbers? {
+        state.withLock { $0.tierNumbers[name] }
+    }
+
     /// Every tier with runtime numbers applied, including tiers only the runtime defines.
     public func effectiveTiers(fileTiers: [String: RateTier]) -> [String: RateTier] {
         state.withLock { overrides in
@@ -113,11 +118,11 @@ public final class TierStore: Sendable {
     public enum Event: Sendable, Hashable {
         /// A tenant's override was set (`tier`) or removed (nil).
         case tenantTier(appID: String, tier: String?)
-        /// A tier's runtime numbers were set.
-        case tierNumbers(name: String, numbers: TierNumbers)
+        /// A tier's runtime numbers were set, or removed (nil).
+        case tierNumbers(name: String, numbers: TierNumbers?)
 
         /// Parses `{"type":"tenant-tier","appId":…,"tier":… or null}` or
-        /// `{"type":"tiers","tier":…,"numbers":{…}}`; nil for anything else (other event types
+        /// `{"type":"tiers","tier":…,"numbers":{…} or null}`; nil for anything else (other event types
         /// share the stream).
         public init?(json: some Collection<UInt8>) {
             guard let value = try? JSONValue(parsing: json), let type = value["type"]?.stringValue else { return nil }
@@ -130,9 +135,13 @@ public final class TierStore: Sendable {
                 default: return nil
                 }
             case "tiers":
-                guard let name = value["tier"]?.stringValue, let numbersValue = value["numbers"],
-                      let numbers = try? TierNumbers(json: numbersValue.serialized()) else { return nil }
-                self = .tierNumbers(name: name, numbers: numbers)
+                guard let name = value["tier"]?.stringValue, let numbersValue = value["numbers"] else { return nil }
+                if numbersValue == .null {
+                    self = .tierNumbers(name: name, numbers: nil)
+                } else {
+                    guard let numbers = try? TierNumbers(json: numbersValue.serialized()) else { return nil }
+                    self = .tierNumbers(name: name, numbers: numbers)
+                }
             default:
                 return nil
             }
@@ -143,7 +152,7 @@ public final class TierStore: Sendable {
             case .tenantTier(let appID, let tier):
                 ["type": "tenant-tier", "appId": .string(appID), "tier": tier.map(JSONValue.string) ?? .null]
             case .tierNumbers(let name, let numbers):
-                ["type": "tiers", "tier": .string(name), "numbers": numbers.jsonValue]
+                ["type": "tiers", "tier": .string(name), "numbers": numbers?.jsonValue ?? .null]
             }
             return value.serializedString()
         }

@@ -36,6 +36,9 @@ struct AdminRouter {
         case ("PUT", _) where path.hasPrefix("/admin/v1/tiers/"):
             context.route = "admin_tiers"
             AdminTenantHandlers.setTier(context, name: String(path.dropFirst("/admin/v1/tiers/".count)))
+        case ("DELETE", _) where path.hasPrefix("/admin/v1/tiers/"):
+            context.route = "admin_tiers"
+            AdminTenantHandlers.clearTier(context, name: String(path.dropFirst("/admin/v1/tiers/".count)))
         default:
             if path.hasPrefix("/admin/v1/tenants/") {
                 tenantCall(context, path.dropFirst("/admin/v1/tenants/".count).split(separator: "/", omittingEmptySubsequences: false))
@@ -51,7 +54,7 @@ struct AdminRouter {
         switch path {
         case "/metrics", "/admin/v1/tenants", "/admin/v1/tiers": ["GET"]
         case "/admin/v1/reload", "/admin/v1/store/acknowledge-reset": ["POST"]
-        default: path.hasPrefix("/admin/v1/tiers/") ? ["PUT"] : []
+        default: path.hasPrefix("/admin/v1/tiers/") ? ["PUT", "DELETE"] : []
         }
     }
 

@@ -14,6 +14,8 @@ protocol TierAdministration: AnyObject {
     func clearTenantTier(appID: String, completion: @escaping (Result<Bool, TierChangeError>) -> Void)
     func setTier(name: String, numbers: TierNumbers, fileTiers: [String: RateTier],
                  completion: @escaping (Result<RateTier, TierChangeError>) -> Void)
+    func clearTier(name: String, completion: @escaping (Result<Bool, TierChangeError>) -> Void)
+    func runtimeNumbers(tier name: String) -> TierNumbers?
 }
 
 extension TierAdministration {
@@ -64,6 +66,14 @@ final class RedisTierAdministration: TierAdministration {
     func setTier(name: String, numbers: TierNumbers, fileTiers: [String: RateTier],
                  completion: @escaping (Result<RateTier, TierChangeError>) -> Void) {
         store.setTier(name: name, numbers: numbers, fileTiers: fileTiers, redis: redis, completion: completion)
+    }
+
+    func clearTier(name: String, completion: @escaping (Result<Bool, TierChangeError>) -> Void) {
+        store.clearTier(name: name, redis: redis, completion: completion)
+    }
+
+    func runtimeNumbers(tier name: String) -> TierNumbers? {
+        store.runtimeNumbers(tier: name)
     }
 }
 

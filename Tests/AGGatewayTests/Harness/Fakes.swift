@@ -195,6 +195,12 @@ final class FakeTiers: TierAdministration {
         }
         completion(.success(tier))
     }
+
+    func clearTier(name: String, completion: @escaping (Result<Bool, TierChangeError>) -> Void) {
+        completion(.success(false))
+    }
+
+    func runtimeNumbers(tier name: String) -> TierNumbers? { nil }
 }
 
 final class FakeRevocations: RevocationState {
