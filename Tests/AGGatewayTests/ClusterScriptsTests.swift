@@ -23,7 +23,7 @@ import Testing
         ("commit attestation", DeviceScripts.commitAttestation), ("issue challenge", DeviceScripts.issueChallenge),
         ("take and issue challenge", DeviceScripts.takeAndIssueChallenge), ("withdraw challenge", DeviceScripts.withdrawChallenge),
         ("revoke", DeviceScripts.revoke), ("import key", DeviceScripts.importKey), ("read tiers", TierStore.readScript),
-        ("set tenant tier", TierStore.setTenantTierScript), ("clear tenant tier", TierStore.clearTenantTierScript),
+        ("set tenant tier", TierStore.setTenantTierScript), ("remove override", TierStore.removeOverrideScript),
         ("set tier", TierStore.setTierScript), ("api lease", RateLimitScript.lease),
         ("invalidate", DeviceScripts.invalidate), ("store epoch", StoreEpochScript.script),
         // Platform SSO's scripts run on the cluster through the gateway (GatewayTopologyTests
@@ -211,7 +211,9 @@ import Testing
                 #expect(try await run { done in store.clearTenantTier(appID: tenant.appID, redis: parts.value.redis) { done($0) } }.get())
                 let fetched = try await run { done in TierStore.fetch(from: parts.value.redis) { done($0.map(\.overrides)) } }.get()
                 #expect(fetched.tierNumbers[tierName] == numbers)
-                _ = await run { done in parts.value.redis.send(["HDEL", TierStore.tierNumbersKey, tierName]) { done($0) } }
+                #expect(try await run { done in store.clearTier(name: tierName, redis: parts.value.redis) { done($0) } }.get())
+                let cleared = try await run { done in TierStore.fetch(from: parts.value.redis) { done($0.map(\.overrides)) } }.get()
+                #expect(cleared.tierNumbers[tierName] == nil)
                 await loop.submit { _ in parts.value.redis.close() }
             }
         }

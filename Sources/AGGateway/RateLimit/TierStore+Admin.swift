@@ -15,9 +15,10 @@ extension TierStore {
         redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
         """ + GatewayEvents.luaAppend(streamKey: 3, eventArgument: 4) + "return 1\n")
 
-    /// `KEYS`: tenant tiers, events stream. `ARGV`: appId, event. Returns whether an override
-    /// was removed.
-    static let clearTenantTierScript = RedisScript("""
+    /// Removes one override: a tenant's tier, or a tier's runtime numbers. `KEYS`: the hash
+    /// (tenant tiers or tier numbers), events stream. `ARGV`: the field (appId or tier name),
+    /// event. Returns whether there was one to remove.
+    static let removeOverrideScript = RedisScript("""
         local removed = redis.call('HDEL', KEYS[1], ARGV[1])
         """ + GatewayEvents.luaAppend(streamKey: 2, eventArgument: 2) + "return removed\n")
 
@@ -25,12 +26,6 @@ extension TierStore {
     static let setTierScript = RedisScript("""
         redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
         """ + GatewayEvents.luaAppend(streamKey: 2, eventArgument: 3) + "return 1\n")
-
-    /// `KEYS`: tier numbers, events stream. `ARGV`: tier name, event. Returns whether runtime
-    /// numbers were removed.
-    static let clearTierScript = RedisScript("""
-        local removed = redis.call('HDEL', KEYS[1], ARGV[1])
-        """ + GatewayEvents.luaAppend(streamKey: 2, eventArgument: 2) + "return removed\n")
 
     /// Moves a tenant to `tier` at runtime (`PUT /admin/v1/tenants/{appId}/tier`).
     ///
@@ -63,7 +58,7 @@ extension TierStore {
     public func clearTenantTier(appID: String, redis: RedisClient,
                                 completion: @escaping (Result<Bool, TierChangeError>) -> Void) {
         let event = Event.tenantTier(appID: appID, tier: nil)
-        redis.evalScript(Self.clearTenantTierScript, keys: [Self.tenantTiersKey, Self.eventsStream],
+        redis.evalScript(Self.removeOverrideScript, keys: [Self.tenantTiersKey, Self.eventsStream],
                          args: [appID, event.json]) { result in
             switch result {
             case .failure(let error):
@@ -112,7 +107,7 @@ extension TierStore {
             return
         }
         let event = Event.tierNumbers(name: name, numbers: nil)
-        redis.evalScript(Self.clearTierScript, keys: [Self.tierNumbersKey, Self.eventsStream], args: [name, event.json]) { result in
+        redis.evalScript(Self.removeOverrideScript, keys: [Self.tierNumbersKey, Self.eventsStream], args: [name, event.json]) { result in
             switch result {
             case .failure(let error):
                 completion(.failure(.store(error)))
