@@ -171,6 +171,10 @@ struct HTTPHeadParserTests {
     static let chunkSizes: [(String, Int?)] = [
         ("0", 0), ("a", 10), ("FF", 255), ("1f;name=value", 31), ("10 ", 16),
         ("", nil), ("g", nil), ("-1", nil), (";x", nil), ("1000000000000000", nil), ("0x10", nil),
+        // Leading zeros do not count against the 15 significant digits (RFC 9112 section 7.1:
+        // 1*HEXDIG); 16 of them cut an upstream's answer until stop 32 (independent sweep).
+        ("0000000000000005", 5), ("0000000000000000000000005;x=y", 5), ("00000000000000000", 0),
+        ("000000000000000fffffffffffffff", 0xfffffffffffffff), ("0001000000000000000", nil),
     ]
 
     @Test(arguments: chunkSizes)

@@ -11,8 +11,10 @@ import Testing
 /// (413, an early refusal, a broken chunked body) is followed by a half-close and a bounded
 /// read-and-drop, so a client that writes its whole request before reading — Python's
 /// http.client, most SDKs — gets the answer instead of a reset. Each test failed before the
-/// server lingered: the upload met a reset and the write failed.
-@Suite struct LingeringCloseTests {
+/// server lingered: the upload met a reset and the write failed. On threads of their own: they
+/// block on sockets, and their 8 MiB uploads must not run beside a test that bounds the
+/// process's memory (`.onOwnThreads(exclusive: true)`).
+@Suite(.onOwnThreads) struct LingeringCloseTests {
     /// Answers every request with 413 at once, without reading its body.
     static func refuser(_ request: HTTPServerRequest) {
         request.respond(status: 413, headers: HTTPHeaders([("Content-Type", "application/json")]),
@@ -34,6 +36,31 @@ import Testing
         #expect(client.readResponse() == nil, "then the write side is shut")
         client.close()
         #expect(eventually { server.connectionCount == 0 }, "the client's close ends the lingering")
+    }
+
+    /// A streamed answer (the proxy's: an upstream answering before it read the body) started
+    /// before the body was read says `Connection: close` in its head, as `respond`'s answers do;
+    /// an HTTP/1.0 client kept alive was told `Connection: keep-alive` and the connection then
+    /// closed under its next request (stop 32, independent upstream sweep).
+    @Test(arguments: ["HTTP/1.1", "HTTP/1.0"])
+    func aStreamedEarlyAnswerSaysTheConnectionCloses(version: String) throws {
+        let server = try TestServer(HTTPServerConfiguration()) { request in
+            request.startResponse(status: 200, reason: nil, contentLength: 2) { _ in }
+            Array("ok".utf8).withUnsafeBytes { request.writeBody($0) }
+            request.endResponse(complete: true)
+        }
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 10)
+        let keepAlive = version == "HTTP/1.0" ? "Connection: keep-alive\r\n" : ""
+        #expect(client.write("POST /up \(version)\r\nHost: h\r\n\(keepAlive)Content-Length: \(Self.upload.count)\r\n\r\n"))
+        #expect(client.write(Self.upload), "the rest of the upload is read and dropped, not reset")
+        let response = try #require(client.readResponse())
+        #expect(response.status == 200)
+        #expect(response.head.value("Connection") == "close", "\(version): the head says the connection closes")
+        #expect(response.text == "ok")
+        #expect(client.readResponse() == nil)
+        client.close()
+        #expect(eventually { server.connectionCount == 0 })
     }
 
     @Test func anOverLimitBodyRefusedByCollectBodyIsAnsweredTheSameWay() throws {

@@ -11,7 +11,7 @@ import Testing
 /// The TLS listener on OpenSSL bufferevents, against a real TLS client (CPython's `ssl`):
 /// handshake and keep-alive, the protocol policy (TLS 1.2+, ALPN http/1.1), the handshake
 /// deadline, and failures reported with a stable reason.
-@Suite struct TLSServerTests {
+@Suite(.onOwnThreads) struct TLSServerTests {
     /// A certificate for `localhost` / 127.0.0.1 from a fresh test CA, written to a temp dir.
     static func certificate(dnsNames: [String] = ["localhost"], ipAddresses: [String] = ["127.0.0.1"])
         throws -> (TLSTestCertificate, TLSTestCertificate.Files) {

@@ -105,6 +105,29 @@ import Testing
         #expect(proxy.idleConnections(for: target) == 0)
     }
 
+    /// RFC 9112 section 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing and
+    /// its connection is closed after it, keep-alive or not (an independent sweep saw it pooled;
+    /// nginx and HAProxy close it).
+    @Test func anHTTP10ResponseWithTransferEncodingIsNotPooled() throws {
+        let upstream = try ScriptedUpstream { connection, _ in
+            while ScriptedUpstream.readRequest(connection) != nil {
+                connection.write("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+            }
+        }
+        defer { upstream.stop() }
+        let target = try UpstreamTarget(url: "http://127.0.0.1:\(upstream.port)")
+        let proxy = try ProxyHarness(target: target)
+        defer { proxy.stop() }
+
+        let client = proxy.connect()
+        let response = try #require(client.exchange("GET", "/te10"))
+        #expect(response.status == 200)
+        #expect(response.text == "hello")
+        #expect(proxy.waitForOutcomes(1).count == 1)
+        #expect(eventually { proxy.openConnections == 0 }, "closed, not pooled")
+        #expect(proxy.idleConnections(for: target) == 0)
+    }
+
     @Test func bodylessResponsesKeepTheirFraming() throws {
         let upstream = try ScriptedUpstream { connection, _ in
             while let head = ScriptedUpstream.readRequest(connection) {
@@ -112,6 +135,8 @@ import Testing
                     connection.write("HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n")
                 } else if head.startLine.contains("/nocontent") {
                     connection.write("HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n")
+                } else if head.startLine.contains("/cached") {
+                    connection.write("HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\nContent-Length: 1234\r\n\r\n")
                 } else {
                     connection.write("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
                 }
@@ -129,6 +154,12 @@ import Testing
         #expect(noContent.status == 204)
         #expect(noContent.head.value("Content-Length") == nil)
         #expect(noContent.head.value("Transfer-Encoding") == nil)
+        // A 304's Content-Length (the 200's length, RFC 9110 section 8.6) is relayed, with no
+        // body (it was dropped until stop 32: independent sweep).
+        let cached = try #require(client.exchange("GET", "/cached"))
+        #expect(cached.status == 304)
+        #expect(cached.head.value("Content-Length") == "1234")
+        #expect(cached.head.value("ETag") == "\"x\"")
         let empty = try #require(client.exchange("GET", "/empty"))
         #expect(empty.status == 200)
         #expect(empty.head.value("Content-Length") == "0")

@@ -178,8 +178,12 @@ struct BodyDecoder {
     static func parseChunkSize(_ line: [UInt8]) -> Int? {
         var size = 0
         var index = 0
+        // Significant digits, at most 15 (below 2^60, no overflow); leading zeros are any number
+        // (RFC 9112 section 7.1: `1*HEXDIG`; nginx and HAProxy take them too).
+        var significant = 0
         while index < line.count, let value = hexValue(line[index]) {
-            guard index < 15 else { return nil }
+            if size > 0 || value > 0 { significant += 1 }
+            guard significant <= 15 else { return nil }
             size = size * 16 + value
             index += 1
         }

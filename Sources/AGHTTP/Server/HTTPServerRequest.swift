@@ -144,6 +144,11 @@ public final class HTTPServerRequest {
     /// a small body leave in one write.
     func startResponse(status: Int, reason: ArraySlice<UInt8>?, contentLength: Int?, fields: (inout HTTPHeadWriter) -> Void) {
         guard response == .notStarted, let connection else { return }
+        // An answer that starts before the request's body was read in full (an upstream's early
+        // answer): the connection will not carry another request, so the head says so, as
+        // `respond` does (an independent sweep saw keep-alive clients — HTTP/1.0 ones told
+        // `Connection: keep-alive` — lose the request they sent next).
+        if keepAlive, !decoder.isDone { keepAlive = false }
         let bodyless = method == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status)
         var chunked = false
         if contentLength == nil, !bodyless {

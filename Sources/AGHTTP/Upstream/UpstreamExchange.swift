@@ -353,7 +353,9 @@ final class UpstreamExchange {
         if parsed.versionMinor >= 1 {
             responseReusable = !headers.containsToken("close", in: .connection)
         } else {
-            responseReusable = headers.containsToken("keep-alive", in: .connection)
+            // An HTTP/1.0 message with Transfer-Encoding has faulty framing whatever it says:
+            // closed after it (RFC 9112 section 6.1; an independent sweep saw it pooled).
+            responseReusable = headers.containsToken("keep-alive", in: .connection) && headers[.transferEncoding] == nil
         }
         if framing == .untilClose { responseReusable = false }
         let contentLength: Int?
@@ -361,10 +363,12 @@ final class UpstreamExchange {
         case .length(let length):
             contentLength = length
         case .none:
-            if request.method == "HEAD" {
+            // A HEAD's and a 304's Content-Length is the length a GET's 200 would have had
+            // (RFC 9110 sections 8.6, 9.3.2): relayed, with no body.
+            if request.method == "HEAD" || parsed.status == 304 {
                 contentLength = headers.first { $0.name == .contentLength }
                     .flatMap { HTTPHeadParser.parseContentLength(headers.storage[$0.valueRange]) }
-            } else if parsed.status == 204 || parsed.status == 304 {
+            } else if parsed.status == 204 {
                 contentLength = nil
             } else {
                 contentLength = 0
