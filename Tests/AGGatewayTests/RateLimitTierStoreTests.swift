@@ -125,6 +125,20 @@ struct RateLimitTierStoreTests {
     }
 
     /// The version moves with every change that changes something, and only then.
+    /// A re-read that left before a change this instance applied (an admin call answered on a
+    /// worker) does not undo it: `TierSync` reads again instead. Without it a PUT's numbers were
+    /// undone for a moment (seen under ASan in stop 32: the next challenge had the old limit).
+    @Test func aReReadOlderThanALocalChangeDoesNotUndoIt() {
+        let store = TierStore()
+        let sent = store.version
+        store.apply(event: .tierNumbers(name: "gold", numbers: TierNumbers(challenge: 7)))
+        let stale = TierStore.Overrides()
+        #expect(!store.replace(stale, unlessChangedSince: sent), "overtaken: discarded")
+        #expect(store.effectiveTier(appID: Self.app, fileTier: "gold", fileTiers: Self.fileTiers).challenge == 7)
+        let fresh = TierStore.Overrides(tierNumbers: ["gold": TierNumbers(challenge: 7)])
+        #expect(store.replace(fresh, unlessChangedSince: store.version), "read after the change: applied")
+    }
+
     @Test func theVersionMovesWithEveryChange() {
         let store = TierStore()
         let start = store.version

@@ -50,10 +50,20 @@ public final class TierStore: Sendable {
 
     /// Replaces every override at once (after reading both hashes).
     public func replace(_ overrides: Overrides) {
+        _ = replace(overrides, unlessChangedSince: nil)
+    }
+
+    /// `replace`, unless the overrides changed after `version` was read (false then): a
+    /// re-read sent before a change this instance applied (an admin call's own, on a worker, or
+    /// an event) may not undo it. Without this, a `PUT` answered on one worker was undone for a
+    /// moment by the control loop's re-read that had left before it.
+    public func replace(_ overrides: Overrides, unlessChangedSince version: UInt64?) -> Bool {
         state.withLock {
-            guard $0 != overrides else { return }
+            if let version, changes.load(ordering: .relaxed) != version { return false }
+            guard $0 != overrides else { return true }
             $0 = overrides
             changes.add(1, ordering: .releasing)
+            return true
         }
     }
 

@@ -13,8 +13,9 @@ import AGRedis
 /// - a re-read every `pollInterval` (one small script call), a safety net for changes written to
 ///   Redis by hand, without an event.
 ///
-/// Re-reads never overlap, and a re-read that an event overtook is discarded and repeated, so
-/// an older snapshot never replaces a newer event. Loop-thread only: create, use and close it
+/// Re-reads never overlap, and a re-read that an event or a change applied by this instance's
+/// workers overtook is discarded and repeated, so an older snapshot never replaces a newer
+/// change. Loop-thread only: create, use and close it
 /// on `loop`.
 public final class TierSync {
     private let store: TierStore
@@ -98,6 +99,7 @@ public final class TierSync {
             }
             return
         }
+        let version = store.version
         TierStore.fetch(from: redis) { [weak self] result in
             guard let self, !closed else { return }
             reloadInFlight = false
@@ -107,7 +109,11 @@ public final class TierSync {
             }
             switch result {
             case .success(let fetched):
-                store.replace(fetched.overrides)
+                // Overtaken by a change applied meanwhile (an admin call on a worker): read again.
+                guard store.replace(fetched.overrides, unlessChangedSince: version) else {
+                    reload()
+                    return
+                }
                 if fetched.ignored != lastIgnored {
                     lastIgnored = fetched.ignored
                     for problem in fetched.ignored {
