@@ -20,6 +20,10 @@ extension GatewayConfig {
                                keyLocation: d.location(of: keyField))
             }
         }
+        // Accepted only where it has an effect: a plain listener has no handshake to time.
+        if tls == nil, m?["tls"] == nil, let field = timeouts?["tls_handshake"] {
+            d.report(field, "applies only with server.tls: the public listener serves plain HTTP")
+        }
         var proxies: [CIDRBlock] = []
         if let items = m?["trusted_proxies"].flatMap({ d.sequence($0) }) {
             proxies = items.compactMap { item in

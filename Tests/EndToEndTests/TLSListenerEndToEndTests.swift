@@ -223,7 +223,15 @@ import Testing
         let gateway = try TestGateway(tenants: [:], gatewayYAML: Self.tlsServer(), files: files)
         defer { gateway.stop() }
         let yaml = try TestFile.text(gateway.config.gatewayPath)
+        // Without server.tls its handshake deadline is refused (it would have no effect).
         try yaml.replacingOccurrences(of: "  tls: { cert: server.pem, key: server-key.pem }\n", with: "")
+            .write(toFile: gateway.config.gatewayPath, atomically: true, encoding: .utf8)
+        let refused = try gateway.admin("POST", "/admin/v1/reload")
+        #expect(refused.status == 400)
+        #expect((refused.json["hint"] as? String)?.contains("server.timeouts.tls_handshake: applies only with server.tls") == true,
+                "\(refused.text)")
+        try yaml.replacingOccurrences(of: "  tls: { cert: server.pem, key: server-key.pem }\n", with: "")
+            .replacingOccurrences(of: "  timeouts: { tls_handshake: 10s }\n", with: "")
             .write(toFile: gateway.config.gatewayPath, atomically: true, encoding: .utf8)
         #expect(try gateway.admin("POST", "/admin/v1/reload").status == 200)
         #expect(gateway.logText().contains(#""msg":"setting changed on reload takes effect after a restart","key":"server.tls""#))
@@ -231,6 +239,19 @@ import Testing
         #expect(result.responses?.first?.status == 200)
         #expect(result.peerSha256 == first.sha256)
         #expect(throws: (any Error).self) { try HTTPTestClient.send(port: gateway.port, "GET", "/healthz") }
+    }
+
+    /// The handshake deadline is read when each worker's TLS listener is built: a reload that
+    /// changes it names it as restart-only.
+    @Test func aReloadChangingTheHandshakeDeadlineNamesItRestartOnly() throws {
+        let (_, files) = try Self.certificate()
+        let gateway = try TestGateway(tenants: [:], gatewayYAML: Self.tlsServer(), files: files)
+        defer { gateway.stop() }
+        let yaml = try TestFile.text(gateway.config.gatewayPath)
+        try yaml.replacingOccurrences(of: "tls_handshake: 10s", with: "tls_handshake: 3s")
+            .write(toFile: gateway.config.gatewayPath, atomically: true, encoding: .utf8)
+        #expect(try gateway.admin("POST", "/admin/v1/reload").status == 200)
+        #expect(gateway.logText().contains(#""msg":"setting changed on reload takes effect after a restart","key":"server.timeouts.tls_handshake""#))
     }
 
     @Test func theExecutableServesTLSAndRotatesOnSIGHUP() throws {

@@ -16,7 +16,7 @@ import AGRedis
 final class StoreEpochWatch {
     /// What a Redis without its data has lost (for the log line; the README has the details).
     static let lost = "device records and revocations, challenges, rate-limit buckets, monthly active device counts, "
-        + "subscriptions, runtime tier overrides"
+        + "subscriptions, runtime tier overrides, Platform SSO devices, nonces and refresh tokens (every Mac must log in again)"
 
     /// The epoch keys one check reads on one Redis.
     struct Probe: Equatable {

@@ -13,7 +13,7 @@ struct RestartOnlySettingsTests {
         var yaml = original
         let changes = [
             ("timeouts: { read: 30s, write: 30s, idle: 60s }",
-             "timeouts: { read: 5s, write: 6s, idle: 7s, upstream_response: 9s, tls_handshake: 3s, header: 4s, body_min_rate: 100, body_rate_window: 3s }\n  max_connections: 50"),
+             "timeouts: { read: 5s, write: 6s, idle: 7s, upstream_response: 9s, header: 4s, body_min_rate: 100, body_rate_window: 3s }\n  max_connections: 50"),
             ("timeout: 250ms", "timeout: 400ms\n  wait_replicas: 1\n  wait_timeout: 50ms"),
             ("level: debug", "level: info\n  format: text\n  access_log: false"),
             ("ip_limits:", "tenants_dir: keys\nip_limits:"),
@@ -32,11 +32,12 @@ struct RestartOnlySettingsTests {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
             return object["key"] as? String
         }
-        #expect(Set(named) == ["server.timeouts.read", "server.timeouts.write", "server.timeouts.idle", "server.timeouts.tls_handshake",
+        // (server.timeouts.tls_handshake: TLSListenerEndToEndTests, it needs server.tls.)
+        #expect(Set(named) == ["server.timeouts.read", "server.timeouts.write", "server.timeouts.idle",
                                "server.timeouts.header", "server.timeouts.body_min_rate", "server.timeouts.body_rate_window",
                                "server.max_connections", "redis.timeout", "redis.wait_replicas", "redis.wait_timeout", "log.level", "log.format", "tenants_dir"],
                 "\(named)")
-        #expect(named.count == 14, "each once")
+        #expect(named.count == 13, "each once")
         // Applied at once, so not named: the upstream timeout and the access log switch.
         #expect(!named.contains("server.timeouts.upstream_response"))
         #expect(!named.contains("log.access_log"))
@@ -46,9 +47,9 @@ struct RestartOnlySettingsTests {
         // named (it was, falsely, as a change from the reloaded values).
         let warning = "setting changed on reload takes effect after a restart"
         #expect(try probe.gateway.admin("POST", "/admin/v1/reload").status == 200)
-        #expect(probe.logLines(warning).count == 28, "the 14 still changed are named again")
+        #expect(probe.logLines(warning).count == 26, "the 13 still changed are named again")
         try original.write(toFile: path, atomically: true, encoding: .utf8)
         #expect(try probe.gateway.admin("POST", "/admin/v1/reload").status == 200)
-        #expect(probe.logLines(warning).count == 28, "changed back: nothing to name")
+        #expect(probe.logLines(warning).count == 26, "changed back: nothing to name")
     }
 }
