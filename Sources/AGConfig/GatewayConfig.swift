@@ -46,11 +46,22 @@ public struct ServerConfig: Sendable, Hashable {
     }
 
     /// The instance's cap on public client connections under an open-files limit of
-    /// `descriptorLimit`: the configured one, else half the limit, which leaves the other half
-    /// for the upstream connection each proxied request may need, Redis and files (HAProxy
-    /// derives its default `maxconn` from `ulimit -n` the same way).
-    public func connectionLimit(descriptorLimit: Int) -> Int {
-        maxConnections > 0 ? maxConnections : max(1, descriptorLimit / 2)
+    /// `descriptorLimit` when the process needs `reserved` descriptors of its own (listeners,
+    /// event loops, Redis, logs): the configured one, else half of what is left, so that each
+    /// client connection can have the upstream connection a proxied request needs (HAProxy
+    /// derives its default `maxconn` from `ulimit -n` the same way). Half the limit alone, the
+    /// first default, left the process's own descriptors out: an independent sweep had 21 of
+    /// 64 proxied requests fail on `EMFILE` under a 128-descriptor limit.
+    public func connectionLimit(descriptorLimit: Int, reserved: Int = 0) -> Int {
+        maxConnections > 0 ? maxConnections : max(1, (descriptorLimit - reserved) / 2)
+    }
+
+    /// Descriptors a gateway with `workers` workers needs besides its connections, when
+    /// `openNow` are open before the workers start: each worker's event loop, wake-up pipe,
+    /// Redis connections and resolver (8 measured; 12 counted), and a few for files and the
+    /// control loop's Redis connections.
+    public static func reservedDescriptors(openNow: Int, workers: Int) -> Int {
+        openNow + 12 * workers + 16
     }
 
     /// One worker's share of `limit`: each worker has its own listening socket, so the cap is

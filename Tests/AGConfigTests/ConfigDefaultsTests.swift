@@ -42,6 +42,8 @@ import Testing
             Row("server.workers resolved", g.server.workerCount(cpuCores: 2), 2),
             Row("server.max_connections", g.server.maxConnections, 0),
             Row("server.max_connections resolved under ulimit -n 1024", g.server.connectionLimit(descriptorLimit: 1024), 512),
+            Row("server.max_connections resolved, 40 descriptors of its own", g.server.connectionLimit(descriptorLimit: 1024, reserved: 40), 492),
+            Row("descriptors a 2-worker gateway keeps with 10 open", ServerConfig.reservedDescriptors(openNow: 10, workers: 2), 50),
             Row("server.max_connections per worker, 2 workers", ServerConfig.connectionsPerWorker(512, workers: 2), 256),
             Row("server.max_body_bytes", g.server.maxBodyBytes, 65_536),
             Row("server.max_proxy_body_bytes", g.server.maxProxyBodyBytes, 104_857_600),

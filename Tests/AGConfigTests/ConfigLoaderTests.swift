@@ -32,7 +32,7 @@ import Testing
         let fixture = try ConfigFixture()
         try fixture.remove(".run/keys/dev-es256-1.pem")
         #expect(fixture.problems() == [
-            #"conf/gateway.yaml:87: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
+            #"conf/gateway.yaml:88: tokens.keys[0].file: key file "conf/../.run/keys/dev-es256-1.pem" does not exist"#,
         ])
     }
 
@@ -280,7 +280,7 @@ import Testing
             #"conf/gateway.yaml:12: admin.token_file: admin token file "conf/admin-token" does not exist"#,
         ]),
         BadCase(name: "default admin token file missing", files: [(".run/admin-token", nil)], expected: [
-            #"conf/gateway.yaml:53: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
+            #"conf/gateway.yaml:54: admin.token_file: admin token file "conf/../.run/admin-token" does not exist"#,
         ]),
         BadCase(name: "an invalid token_env does not excuse a missing token file", files: [
             (".run/admin-token", nil),
@@ -295,7 +295,7 @@ import Testing
             #"conf/gateway.yaml:6: admin.token_file: admin token file "conf/../.run/admin-token" (the default) does not exist; create it or set admin.token_file or admin.token_env"#,
         ]),
         BadCase(name: "empty admin token file", files: [(".run/admin-token", " \n")], expected: [
-            #"conf/gateway.yaml:53: admin.token_file: admin token file "conf/../.run/admin-token" holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"#,
+            #"conf/gateway.yaml:54: admin.token_file: admin token file "conf/../.run/admin-token" holds no token, and the admin API would refuse every call; write one into it (openssl rand -hex 32)"#,
         ]),
         BadCase(name: "empty default admin token file in a minimal gateway", files: [
             (".run/admin-token", ""), ("conf/gateway.yaml", ConfigFixture.minimalGateway),

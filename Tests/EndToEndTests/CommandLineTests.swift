@@ -55,7 +55,7 @@ struct CommandLineTests {
         let shipped = try String(contentsOfFile: path, encoding: .utf8)
         try shipped.replacingOccurrences(of: #"listen: "127.0.0.1:9901""#, with: #"listen: "127.0.0.1:8080""#)
             .write(toFile: path, atomically: true, encoding: .utf8)
-        let expected = path + #":49: admin.listen: "127.0.0.1:8080" overlaps server.listen "0.0.0.0:8080" (line 11): "#
+        let expected = path + #":50: admin.listen: "127.0.0.1:8080" overlaps server.listen "0.0.0.0:8080" (line 11): "#
             + "0.0.0.0 takes port 8080 on every IPv4 address; give each listener a port of its own"
         for arguments in [["check-config", path], ["serve", "--config", path]] {
             let run = try runProgram(binary, arguments, mergingErrors: true)

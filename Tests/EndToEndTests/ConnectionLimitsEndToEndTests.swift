@@ -89,27 +89,41 @@ struct ConnectionLimitsEndToEndTests {
                 "accepting resumes once descriptors are free")
     }
 
-    /// The default cap, half the open-files limit: a flood of client connections stops at it,
-    /// so a proxied request on a connection already open still gets its upstream connection.
-    /// Without a cap the flood took every descriptor and that request failed (502: the
-    /// upstream connect hit `EMFILE`).
-    @Test func byDefaultHalfTheDescriptorsStayForUpstreamConnections() throws {
+    /// The default cap, half of the descriptors the process does not need itself: a flood of
+    /// client connections stops at it, and every connection at the cap can have a proxied request
+    /// in flight, each with its upstream connection. Without a cap the flood took every
+    /// descriptor (502: the upstream connect hit `EMFILE`); with half the limit alone, the first
+    /// default, the process's own descriptors were left out and an independent sweep still saw
+    /// proxied requests fail so at the cap.
+    @Test func theDefaultCapLeavesAnUpstreamConnectionForEveryClient() throws {
         let upstream = try RecordingUpstream()
         defer { upstream.stop() }
+        upstream.reply { _ in UpstreamReply(delay: 1) }
         let teamID = TestGateway.randomTeamID()
         let (_, gateway) = try Self.process(tenants: ["a.yaml": ProxyFixture.tenantYAML(teamID: teamID, upstreamPort: upstream.port)],
                                             descriptorLimit: 64)
         defer { gateway.signal(SIGTERM) }
-        #expect(gateway.log.contains(#""max_connections":32"#), "half of 64, on the start line")
-        let kept = try HTTPTestClient(port: gateway.port)
-        #expect(try kept.request("GET", "/healthz").status == 200)
+        let startLine = try #require(gateway.log.split(separator: "\n").first { $0.contains("attestgate serving") })
+        let cap = try #require(startLine.split(separator: ",").first { $0.hasPrefix(#""max_connections":"#) }
+            .flatMap { Int($0.dropFirst(#""max_connections":"#.count)) })
+        #expect(cap >= 4 && cap < 32, "below half of 64: the process's own descriptors come off first (\(cap))")
+        // Every connection the cap allows, each with a proxied request the upstream holds for 1 s...
+        let headers = "X-Team-ID: \(teamID)\r\nX-Bundle-ID: com.example.app\r\n"
+        var held: [RawTestSocket] = []
+        for index in 0..<cap {
+            let socket = try RawTestSocket(port: gateway.port)
+            socket.send("GET /public/held-\(index) HTTP/1.1\r\nHost: gw\r\n\(headers)Connection: close\r\n\r\n")
+            held.append(socket)
+        }
+        // ...and a flood beyond it, waiting in the accept queue.
         var flood: [RawTestSocket] = []
-        for _ in 0..<80 { flood.append(try RawTestSocket(port: gateway.port)) }
+        for _ in 0..<40 { flood.append(try RawTestSocket(port: gateway.port)) }
         #expect(eventually(5) { gateway.log.contains("accepting paused: connection limit reached") })
-        let headers = [("X-Team-ID", teamID), ("X-Bundle-ID", "com.example.app")]
-        let proxied = try kept.request("GET", "/public/through-the-flood", headers: headers)
-        #expect(proxied.status == 200, "\(proxied.status) \(proxied.text)")
-        #expect(upstream.records.count == 1)
+        for (index, socket) in held.enumerated() {
+            let text = String(decoding: socket.readUntilClose(timeout: .seconds(10)).bytes, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 200 "), "held-\(index): \(text.prefix(200))")
+        }
+        #expect(!gateway.log.contains("Too many open files"))
         #expect(!gateway.log.contains("out of file descriptors"))
         flood.removeAll()
         #expect(eventually(5) { (try? HTTPTestClient(port: gateway.port).request("GET", "/healthz").status) == 200 },

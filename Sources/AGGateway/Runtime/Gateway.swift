@@ -87,7 +87,8 @@ public final class Gateway: Sendable {
                                accessLog: accessLog ?? Logger(level: .info, format: .json, fileDescriptor: 1), control: control,
                                time: time ?? aligned!)
         let descriptorLimit = Self.openFilesLimit()
-        let connectionLimit = gateway.server.connectionLimit(descriptorLimit: descriptorLimit)
+        let reserved = ServerConfig.reservedDescriptors(openNow: Self.openDescriptors(), workers: workerCount)
+        let connectionLimit = gateway.server.connectionLimit(descriptorLimit: descriptorLimit, reserved: reserved)
         let connectionsPerWorker = ServerConfig.connectionsPerWorker(connectionLimit, workers: workerCount)
         if gateway.server.maxConnections > descriptorLimit {
             logger.warn("server.max_connections is above the open-files limit: accepting pauses at the descriptor limit first",
@@ -152,6 +153,11 @@ public final class Gateway: Sendable {
             ("workers", .int(workerCount)), ("max_connections", .int(connectionsPerWorker * workerCount)),
             ("tenants", .int(config.tenants.all.count)),
         ])
+    }
+
+    /// Descriptors open now (`/proc/self/fd`, less the one that lists it).
+    static func openDescriptors() -> Int {
+        max(0, ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.count ?? 0) - 1)
     }
 
     /// The soft `RLIMIT_NOFILE`: the descriptors the process may hold (`ulimit -n`).
