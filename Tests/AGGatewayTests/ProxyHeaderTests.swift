@@ -23,6 +23,7 @@ import Testing
     @Test(arguments: [
         "X-Attest-Key-Id", "x-attest-key-id", "X_Attest_Key_Id", "x_attest_key_id", "X-ATTEST-TEAM-ID", "X-Attest-Subject-Id",
         "X-Attest-Claims", "X_Attest_Claims", "X-Attest-Anything", "x-attest-", "X-Plan", "x_plan", "X_PLAN",
+        "X_Team_ID", "x_bundle_id", "X-Team_Id",
     ])
     func spoofedHeadersNeverReachTheUpstream(name: String) {
         let inbound = HTTPHeaders([(name, "forged"), (name, "forged-again"), ("Accept", "*/*")])
@@ -35,7 +36,8 @@ import Testing
     }
 
     @Test func headersThatMerelyResembleClaimHeadersPass() {
-        let inbound = HTTPHeaders([("X-Attested", "1"), ("X-Attest", "2"), ("X-Planet", "3"), ("Attest-Key-Id", "4")])
+        let inbound = HTTPHeaders([("X-Attested", "1"), ("X-Attest", "2"), ("X-Planet", "3"), ("Attest-Key-Id", "4"),
+                                   ("X-Team-ID", "5"), ("X-Bundle-ID", "6"), ("X_Team_IDs", "7")])
         let out = ForwardHeaders.request(inbound, policy: Self.policy, hop: Self.hop, injected: [])
         for field in inbound.fields { #expect(out[field.name] == field.value) }
     }

@@ -108,6 +108,8 @@ let spoofedHeaders: [(String, String)] = [
     ("X-Attest-Team-Id", "forged-4"), ("X-Attest-Team-Id", "forged-5"), ("X-ATTEST-BUNDLE-ID", "forged-6"),
     ("X-Attest-Subject-Id", "forged-7"), ("X-Attest-Claims", "forged-8"), ("x_attest_claims", "forged-9"),
     ("X-Attest-Whatever", "forged-10"), ("X-Plan", "forged-11"), ("x_plan", "forged-12"),
+    // Tenant selectors spelt with `_`: never checked against the token (stop 32, independent sweep).
+    ("X_Team_ID", "forged-13"), ("x_bundle_id", "forged-14"), ("X-Team_ID", "forged-15"),
 ]
 
 extension UpstreamRecord {

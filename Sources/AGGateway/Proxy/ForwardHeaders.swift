@@ -28,10 +28,18 @@ struct ForwardHeaderPolicy: Sendable {
         tokenHeaderName = HeaderName.normalized(tokenHeader)
     }
 
+    /// The tenant selectors, normalized: forwarded as sent (the gateway checked them), but a
+    /// spelling with `_` was never checked, and upstreams that read `_` as `-` would take it
+    /// for one (an independent sweep got `X_Team_ID` of another tenant through; nginx drops
+    /// names with `_` by default).
+    private static let tenantSelectors = [HeaderName.normalized("X-Team-ID"), HeaderName.normalized("X-Bundle-ID")]
+
     /// Whether an inbound field could pass for a header the gateway vouches for: any
-    /// `x-attest-*` name or a mapped name, with `_` read as `-`, in any case.
+    /// `x-attest-*` name or a mapped name, with `_` read as `-`, in any case; and a tenant
+    /// selector spelt with `_`.
     func isSpoofable(_ name: String) -> Bool {
         HeaderName.hasAttestPrefix(name) || injectedNames.contains { HeaderName.matches(name, $0) }
+            || (name.contains("_") && Self.tenantSelectors.contains { HeaderName.matches(name, $0) })
     }
 
     func isTokenHeader(_ name: String) -> Bool {
@@ -42,6 +50,9 @@ struct ForwardHeaderPolicy: Sendable {
     func isSpoofable(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
         if HeaderName.hasAttestPrefix(bytes, range) { return true }
         for name in injectedNames where HeaderName.matches(bytes, range, name) { return true }
+        for name in Self.tenantSelectors where range.count == name.count && HeaderName.matches(bytes, range, name) {
+            for index in range where bytes[index] == UInt8(ascii: "_") { return true }
+        }
         return false
     }
 
