@@ -140,6 +140,15 @@ extension TenantConfig {
                 d.report(field, "X-Attest-* headers are removed from every request before forwarding; choose another header")
                 return nil
             }
+            // A header the gateway reads for something else: the tenant could never be reached
+            // with a token there (an independent sweep, stop 32, found X-Team-ID accepted).
+            let taken = ["x-team-id", "x-bundle-id", "host", "connection", "keep-alive", "te", "trailer", "transfer-encoding",
+                         "upgrade", "content-length", "content-type", "expect", "cookie", "x-forwarded-for",
+                         "x-forwarded-host", "x-forwarded-proto", "x-request-id"]
+            if taken.contains(normalizedHeader(name)) || normalizedHeader(name).hasPrefix("proxy-") {
+                d.report(field, "\(name) is a header the gateway or HTTP itself reads for something else; choose another header")
+                return nil
+            }
             return name
         }
         return TenantTokenConfig(audience: m?["audience"].flatMap { d.string($0) } ?? appID,

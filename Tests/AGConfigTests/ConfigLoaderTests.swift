@@ -416,6 +416,12 @@ import Testing
             "conf/tenants/example.yaml:4: token.header: X-Attest-* headers are removed from every request before forwarding; choose another header",
             "conf/tenants/example.yaml:5: token.ttl: must be greater than zero",
         ]),
+        // A header the gateway reads for something else (X-Team-ID was accepted until stop 32,
+        // and its tenant could not be reached with a token).
+        BadCase(name: "a token header the gateway reads for something else", files: [("conf/tenants/example.yaml",
+            ConfigFixture.minimalTenant + "token:\n  header: x_team_id\n" + routesLast)], expected: [
+            "conf/tenants/example.yaml:4: token.header: x_team_id is a header the gateway or HTTP itself reads for something else; choose another header",
+        ]),
         BadCase(name: "bad forwarding", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development
             forward:
