@@ -50,10 +50,16 @@ struct ForwardHeaderPolicy: Sendable {
     func isSpoofable(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
         if HeaderName.hasAttestPrefix(bytes, range) { return true }
         for name in injectedNames where HeaderName.matches(bytes, range, name) { return true }
-        for name in Self.tenantSelectors where range.count == name.count && HeaderName.matches(bytes, range, name) {
-            for index in range where bytes[index] == UInt8(ascii: "_") { return true }
+        // Only a name of a selector's length with `_` where a selector has `-` is compared: two
+        // byte reads per field (this runs for every field of every proxied request; a scan of
+        // each such name cost 0.7 k instructions per request).
+        let underscore = UInt8(ascii: "_"), start = range.lowerBound
+        let spelt: Bool = switch range.count {
+        case 9: bytes[start + 1] == underscore || bytes[start + 6] == underscore
+        case 11: bytes[start + 1] == underscore || bytes[start + 8] == underscore
+        default: false
         }
-        return false
+        return spelt && Self.tenantSelectors.contains { HeaderName.matches(bytes, range, $0) }
     }
 
     /// `isTokenHeader` on a parsed field's name bytes.
