@@ -160,6 +160,18 @@ import Testing
         #expect(server.connectionCount == 0)
     }
 
+    /// The start of the Python clients below: a TLS connection (`tls`, over `raw`) to the port
+    /// given as the first argument, certificate unchecked.
+    static let tlsClientPreamble = """
+            import socket, ssl, sys
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            tls = context.wrap_socket(raw, server_hostname="localhost")
+
+            """
+
     /// A TLS client that ends the connection (close_notify, then FIN) while its answer is still
     /// queued: libevent's OpenSSL bufferevent stops writing then, so a connection waiting for
     /// the answer to drain waited forever, without an event or a timeout: one descriptor leaked
@@ -175,13 +187,7 @@ import Testing
                             body: [UInt8](repeating: 0x61, count: 8 << 20))
         }
         defer { server.stop() }
-        let script = """
-            import socket, ssl, sys
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-            raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-            tls = context.wrap_socket(raw, server_hostname="localhost")
+        let script = Self.tlsClientPreamble + """
             tls.sendall(b"POST /big HTTP/1.1\\r\\nHost: h\\r\\nContent-Length: 100\\r\\n\\r\\n")
             assert tls.recv(16).startswith(b"HTTP/1.1 200")
             tls.settimeout(2)
@@ -204,13 +210,7 @@ import Testing
         let (_, files) = try Self.certificate()
         let server = try Self.server(files)
         defer { server.stop() }
-        let script = """
-            import socket, ssl, sys
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-            raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-            tls = context.wrap_socket(raw, server_hostname="localhost")
+        let script = Self.tlsClientPreamble + """
             tls.sendall(b"GET /a HTTP/1.1\\r\\nHost: h\\r\\n\\r\\n")
             answer = b""
             while not answer.endswith(b"path=/a"):

@@ -28,4 +28,12 @@ enum FixtureProcess {
         }
         return (pid, port)
     }
+
+    /// Kills a fixture server and removes its directory (its owner's `deinit`).
+    static func stop(_ pid: pid_t, removing directory: String) {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        try? FileManager.default.removeItem(atPath: directory)
+    }
 }

@@ -2,11 +2,9 @@
 import Glibc
 #endif
 
-/// A loopback TCP port that is free right now (bound to port 0 and released); the caller may
-/// still lose a race for it, which tests that need a dead port do not mind.
-public func unusedLoopbackPort() -> UInt16 {
+/// A new TCP socket bound to 127.0.0.1 on a port the kernel picks, and that port.
+private func boundLoopbackSocket() -> (descriptor: Int32, port: UInt16) {
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(descriptor) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
@@ -17,7 +15,15 @@ public func unusedLoopbackPort() -> UInt16 {
             return getsockname(descriptor, pointer, &length)
         }
     }
-    return UInt16(bigEndian: address.sin_port)
+    return (descriptor, UInt16(bigEndian: address.sin_port))
+}
+
+/// A loopback TCP port that is free right now (bound to port 0 and released); the caller may
+/// still lose a race for it, which tests that need a dead port do not mind.
+public func unusedLoopbackPort() -> UInt16 {
+    let (descriptor, port) = boundLoopbackSocket()
+    close(descriptor)
+    return port
 }
 
 /// A loopback TCP port that refuses connections for as long as this object lives: bound and
@@ -29,19 +35,7 @@ public final class RefusingPort: Sendable {
     private let descriptor: Int32
 
     public init() {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.descriptor = descriptor
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                _ = bind(descriptor, pointer, length)
-                return getsockname(descriptor, pointer, &length)
-            }
-        }
-        port = UInt16(bigEndian: address.sin_port)
+        (descriptor, port) = boundLoopbackSocket()
     }
 
     deinit { close(descriptor) }

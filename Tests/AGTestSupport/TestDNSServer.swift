@@ -43,10 +43,7 @@ public final class TestDNSServer: Sendable {
     }
 
     deinit {
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-        try? FileManager.default.removeItem(atPath: directory)
+        FixtureProcess.stop(pid, removing: directory)
     }
 
     /// Replaces the zone; the next query sees it.

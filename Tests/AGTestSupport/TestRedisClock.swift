@@ -28,10 +28,7 @@ public final class TestRedisClock: Sendable {
     }
 
     deinit {
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-        try? FileManager.default.removeItem(atPath: directory)
+        FixtureProcess.stop(pid, removing: directory)
     }
 
     /// How many `TIME` commands it answered so far.

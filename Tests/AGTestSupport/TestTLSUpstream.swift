@@ -55,10 +55,7 @@ public final class TestTLSUpstream: Sendable {
     }
 
     deinit {
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-        try? FileManager.default.removeItem(atPath: directory)
+        FixtureProcess.stop(pid, removing: directory)
     }
 
     /// Every event so far, in order.

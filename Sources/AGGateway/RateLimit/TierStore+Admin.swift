@@ -57,17 +57,8 @@ extension TierStore {
     /// with whether there was an override to remove.
     public func clearTenantTier(appID: String, redis: RedisClient,
                                 completion: @escaping (Result<Bool, TierChangeError>) -> Void) {
-        let event = Event.tenantTier(appID: appID, tier: nil)
-        redis.evalScript(Self.removeOverrideScript, keys: [Self.tenantTiersKey, Self.eventsStream],
-                         args: [appID, event.json]) { result in
-            switch result {
-            case .failure(let error):
-                completion(.failure(.store(error)))
-            case .success(let reply):
-                self.apply(event: event)
-                completion(.success((reply.int ?? 0) > 0))
-            }
-        }
+        removeOverride(field: appID, of: Self.tenantTiersKey, event: .tenantTier(appID: appID, tier: nil), redis: redis,
+                       completion: completion)
     }
 
     /// Sets a tier's runtime numbers (`PUT /admin/v1/tiers/{name}`), replacing earlier runtime
@@ -106,8 +97,15 @@ extension TierStore {
             completion(.failure(.invalidTierName(name)))
             return
         }
-        let event = Event.tierNumbers(name: name, numbers: nil)
-        redis.evalScript(Self.removeOverrideScript, keys: [Self.tierNumbersKey, Self.eventsStream], args: [name, event.json]) { result in
+        removeOverride(field: name, of: Self.tierNumbersKey, event: .tierNumbers(name: name, numbers: nil), redis: redis,
+                       completion: completion)
+    }
+
+    /// `removeOverrideScript` on `field` of `hash`, then `event` applied here; completes with
+    /// whether there was an override to remove.
+    private func removeOverride(field: String, of hash: String, event: Event, redis: RedisClient,
+                                completion: @escaping (Result<Bool, TierChangeError>) -> Void) {
+        redis.evalScript(Self.removeOverrideScript, keys: [hash, Self.eventsStream], args: [field, event.json]) { result in
             switch result {
             case .failure(let error):
                 completion(.failure(.store(error)))
