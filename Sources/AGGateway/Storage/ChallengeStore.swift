@@ -46,8 +46,11 @@ final class RedisChallengeStore: ChallengeIssuer {
         let challenge = Self.newChallenge(using: random)
         let challengeKey = RedisDeviceStore.challengeKey(tenant, challenge)
         let now = time.nowMicroseconds
-        let inline = oneServer ? Array(buckets.indices) : buckets.indices.filter { buckets[$0].key.hasPrefix(tenant.keyPrefix) }
-        let outside = oneServer ? [] : buckets.indices.filter { !buckets[$0].key.hasPrefix(tenant.keyPrefix) }
+        if oneServer {
+            return issueInOneScript(challenge, key: challengeKey, now: now, ttl: ttl, buckets: buckets, completion: completion)
+        }
+        let inline = buckets.indices.filter { buckets[$0].key.hasPrefix(tenant.keyPrefix) }
+        let outside = buckets.indices.filter { !buckets[$0].key.hasPrefix(tenant.keyPrefix) }
         var issued: (decided: (allowed: Bool, decisions: [TokenBucket.Decision]), at: Int64)?
         var others: [(allowed: Bool, decisions: [TokenBucket.Decision])?] = Array(repeating: nil, count: outside.count)
         var failure: String?
@@ -105,6 +108,41 @@ final class RedisChallengeStore: ChallengeIssuer {
                 }
                 settle()
             }
+        }
+    }
+
+    /// `issue` on one Redis server: every bucket is taken inside the issuing script, so one
+    /// call decides everything and nothing is ever given back.
+    private func issueInOneScript(_ challenge: String, key challengeKey: String, now: Int64, ttl: Duration, buckets: [BucketCheck],
+                                  completion: @escaping (Result<(RateLimitOutcome, IssuedChallenge?), StoreFailure>) -> Void) {
+        var keys = [String]()
+        keys.reserveCapacity(1 + buckets.count)
+        keys.append(challengeKey)
+        var args = [String]()
+        args.reserveCapacity(2 + buckets.count)
+        args.append(String(now))
+        args.append(String(ttl.milliseconds * 2))
+        var limits = [Int]()
+        limits.reserveCapacity(buckets.count)
+        for check in buckets {
+            keys.append(check.key)
+            args.append(String(check.limitPerMinute))
+            limits.append(check.limitPerMinute)
+        }
+        redis.evalScript(DeviceScripts.takeAndIssueChallenge, keys: keys, args: args) { result in
+            let value: RedisValue
+            switch result {
+            case .failure(let error): return completion(.failure(StoreFailure(description: error.description)))
+            case .success(let reply): value = reply
+            }
+            guard let reply = value.array, reply.count == 2, let decided = RateLimitScript.decisions(from: reply[0], limits: limits),
+                  let at = reply[1].int else {
+                return completion(.failure(StoreFailure(description: "unexpected reply from the challenge script")))
+            }
+            let outcome = RateLimitOutcome.combining(buckets, allowed: decided.allowed, decided.decisions)
+            guard decided.allowed else { return completion(.success((outcome, nil))) }
+            guard at > 0 else { return completion(.failure(StoreFailure(description: "challenge collision"))) }
+            completion(.success((outcome, IssuedChallenge(challenge: challenge, issuedAtMilliseconds: at))))
         }
     }
 
