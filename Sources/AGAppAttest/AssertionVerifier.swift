@@ -30,12 +30,16 @@ public enum AssertionVerifier {
                               rpIDHash: [UInt8], previousCounter: UInt32) throws(AssertionError) -> UInt32 {
         guard clientDataHash.count == SHA256.byteCount else { throw .invalidClientDataHash }
         let (signature, authenticatorBytes, authenticatorData) = try parse(assertion)
-        guard (try? P256.rawSignature(fromDER: signature)) != nil else { throw .signatureMalformed }
 
         // The device signs nonce = SHA256(authenticatorData || clientDataHash) with ECDSA-SHA256,
         // so the nonce is hashed once more by the scheme: it is the message, not a prehash.
         let nonce = SHA256.hash(authenticatorBytes, clientDataHash)
-        guard publicKey.isValidSignature(derSignature: signature, for: nonce) else { throw .signatureInvalid }
+        guard publicKey.isValidSignature(derSignature: signature, for: nonce) else {
+            // Only a refused signature is parsed on its own, to tell bytes that are no DER
+            // signature from a signature that does not verify: one that verifies is well formed
+            // (OpenSSL parses it, r and s below the group order fit in 32 bytes).
+            throw (try? P256.rawSignature(fromDER: signature)) == nil ? .signatureMalformed : .signatureInvalid
+        }
 
         guard constantTimeEquals(Array(authenticatorData.rpIDHash), rpIDHash) else {
             throw .rpIDHashMismatch
@@ -58,6 +62,13 @@ public enum AssertionVerifier {
     /// The assertion's signature and authenticator data (raw and parsed).
     private static func parse(_ assertion: [UInt8]) throws(AssertionError)
         -> (signature: [UInt8], authenticatorBytes: [UInt8], authenticatorData: AuthenticatorData) {
+        if let (signature, authenticatorBytes) = devicePattern(assertion) {
+            do {
+                return (signature, authenticatorBytes, try AuthenticatorData(authenticatorBytes))
+            } catch {
+                throw .authenticatorDataTooShort
+            }
+        }
         let object: CBORValue
         do {
             object = try CBORDecoder(maximumDepth: 4).decode(assertion)
@@ -74,6 +85,49 @@ public enum AssertionVerifier {
             return (signature, authenticatorBytes, try AuthenticatorData(authenticatorBytes))
         } catch {
             throw .authenticatorDataTooShort
+        }
+    }
+
+    private static let signatureKey: [UInt8] = [0x69] + Array("signature".utf8)
+    private static let authenticatorDataKey: [UInt8] = [0x71] + Array("authenticatorData".utf8)
+
+    /// The two byte strings of an assertion laid out as devices send it — a map of two entries,
+    /// `signature` then `authenticatorData`, each a byte string under 256 bytes in its
+    /// shortest length form, and nothing after — read without the general decoder (whose
+    /// values and duplicate-key set cost a dozen allocations per refresh). Anything else
+    /// (another order, longer strings, trailing bytes) is nil here and left to `CBORDecoder`,
+    /// which accepts everything this accepts, with the same result.
+    static func devicePattern(_ assertion: [UInt8]) -> (signature: [UInt8], authenticatorData: [UInt8])? {
+        assertion.withUnsafeBufferPointer { bytes -> ([UInt8], [UInt8])? in
+            var at = 0
+            func expect(_ literal: [UInt8]) -> Bool {
+                guard bytes.count - at >= literal.count else { return false }
+                for byte in literal {
+                    guard bytes[at] == byte else { return false }
+                    at += 1
+                }
+                return true
+            }
+            func byteString() -> [UInt8]? {
+                guard at < bytes.count else { return nil }
+                let head = bytes[at]
+                var length: Int
+                if head >= 0x40 && head < 0x58 {
+                    length = Int(head - 0x40)
+                    at += 1
+                } else if head == 0x58, at + 1 < bytes.count, bytes[at + 1] >= 24 {
+                    length = Int(bytes[at + 1])
+                    at += 2
+                } else {
+                    return nil
+                }
+                guard bytes.count - at >= length else { return nil }
+                defer { at += length }
+                return Array(bytes[at..<(at + length)])
+            }
+            guard expect([0xA2]), expect(signatureKey), let signature = byteString(),
+                  expect(authenticatorDataKey), let authenticatorData = byteString(), at == bytes.count else { return nil }
+            return (signature, authenticatorData)
         }
     }
 }

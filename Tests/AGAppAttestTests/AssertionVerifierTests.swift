@@ -1,4 +1,4 @@
-import AGAppAttest
+@testable import AGAppAttest
 import AGCrypto
 import AGFormats
 import Testing
@@ -181,5 +181,43 @@ struct AssertionVerifierTests {
             try AssertionVerifier.verify(assertion: prehashSigned, clientDataHash: clientDataHash,
                                          publicKey: device.publicKey, appID: appID, previousCounter: 0)
         }
+    }
+}
+
+@Suite("App Attest assertions: the device layout read without the general CBOR decoder")
+struct AssertionLayoutTests {
+    @Test("a device's assertion is read by the short path, with the general decoder's result", arguments: Vectors.assertions)
+    func devicesTakeTheShortPath(vector: Vectors.Assertion) throws {
+        let object = try CBORDecoder().decode(vector.assertion)
+        let read = try #require(AssertionVerifier.devicePattern(vector.assertion))
+        #expect(read.signature == object["signature"]?.bytesValue)
+        #expect(read.authenticatorData == object["authenticatorData"]?.bytesValue)
+    }
+
+    @Test("other layouts are left to the general decoder, which judges them as before", arguments: Vectors.assertions)
+    func otherLayoutsTakeTheGeneralPath(vector: Vectors.Assertion) throws {
+        let object = try CBORDecoder().decode(vector.assertion)
+        let signature = try #require(object["signature"]?.bytesValue)
+        let authenticatorData = try #require(object["authenticatorData"]?.bytesValue)
+        func verify(_ assertion: [UInt8]) throws(AssertionError) -> UInt32 {
+            try AssertionVerifier.verify(assertion: assertion, clientDataHash: vector.clientDataHash, publicKey: vector.publicKey,
+                                         appID: vector.appID, previousCounter: vector.previousCounter)
+        }
+        let reversed = encodeCBOR(.map([(.text("authenticatorData"), .bytes(authenticatorData)), (.text("signature"), .bytes(signature))]))
+        // The signature's length in two bytes instead of one: valid CBOR, not the shortest form.
+        var wideLength = [UInt8]([0xA2, 0x69]) + Array("signature".utf8) + [0x59, 0x00, UInt8(signature.count)] + signature
+        wideLength += [0x71] + Array("authenticatorData".utf8) + [0x58, UInt8(authenticatorData.count)] + authenticatorData
+        let extraEntry = encodeCBOR(.map([(.text("signature"), .bytes(signature)), (.text("authenticatorData"), .bytes(authenticatorData)),
+                                          (.text("x"), .bytes([]))]))
+        for accepted in [reversed, wideLength, extraEntry] {
+            #expect(AssertionVerifier.devicePattern(accepted) == nil)
+            #expect(try verify(accepted) == vector.counter)
+        }
+        let trailing = vector.assertion + [0x00]
+        #expect(AssertionVerifier.devicePattern(trailing) == nil)
+        #expect(throws: AssertionError.self) { try verify(trailing) }
+        let shortLength = Array(vector.assertion.dropLast())
+        #expect(AssertionVerifier.devicePattern(shortLength) == nil)
+        #expect(throws: AssertionError.self) { try verify(shortLength) }
     }
 }
