@@ -70,20 +70,22 @@ final class RedisDeviceStore: DeviceRecords {
             completion(Self.store(result).flatMap { value in
                 guard let reply = value.array, reply.count == 2,
                       let decided = RateLimitScript.decisions(from: reply[0], limits: [bucket.limitPerMinute]),
-                      let parts = reply[1].array?.map({ $0.string ?? "" }) else {
+                      let outcome = reply[1].array else {
                     return .failure(StoreFailure(description: "unexpected reply from the refresh prepare script"))
                 }
                 let rateLimit = RateLimitOutcome.combining([bucket], allowed: decided.allowed, decided.decisions)
-                guard parts.first == "ok" else {
-                    guard let refusal = DeviceRefusal(reply: parts) else {
+                guard outcome.first?.string == "ok" else {
+                    guard let refusal = DeviceRefusal(reply: outcome.map { $0.string ?? "" }) else {
                         return .failure(StoreFailure(description: "unexpected refusal from the refresh prepare script"))
                     }
                     return .success((rateLimit, .refused(refusal)))
                 }
-                guard parts.count == 4, let counter = UInt32(parts[2]), let key = Base64.decode(parts[1]) else {
+                // The key is decoded from the reply's bytes (no String of its base64 on the way).
+                guard outcome.count == 4, let counter = outcome[2].string.flatMap({ UInt32($0) }),
+                      let key = outcome[1].bytes.flatMap({ Base64.decode(utf8: $0) }), let subject = outcome[3].string else {
                     return .failure(StoreFailure(description: "corrupt device record"))
                 }
-                return .success((rateLimit, .ready(publicKey: key, counter: counter, subjectID: parts[3].isEmpty ? nil : parts[3])))
+                return .success((rateLimit, .ready(publicKey: key, counter: counter, subjectID: subject.isEmpty ? nil : subject)))
             })
         }
     }
