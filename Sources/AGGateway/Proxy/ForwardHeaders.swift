@@ -220,16 +220,7 @@ enum ForwardHeaders {
             writer.appendField(field, of: fields)
         }
         appendRequestID(requestID, into: &writer)
-        if let rateLimit {
-            // The spelling of `RateLimitOutcome.headers`, written as digits straight into the head.
-            writer.append("X-RateLimit-Limit: ")
-            writer.append(decimal: rateLimit.limit)
-            writer.append("\r\nX-RateLimit-Remaining: ")
-            writer.append(decimal: rateLimit.remaining)
-            writer.append("\r\nX-RateLimit-Reset: ")
-            writer.append(decimal: Int(rateLimit.resetAt))
-            writer.appendCRLF()
-        }
+        if let rateLimit { RateLimitOutcome.appendHeaders(rateLimit, to: &writer) }
         // By index: the fields are borrowed where a `for in` would copy (retain) each pair.
         for index in extra.fields.indices { writer.appendField(extra.fields[index].name, extra.fields[index].value) }
     }

@@ -1,3 +1,4 @@
+import AGHTTP
 import AGPolicy
 import AGRedis
 
@@ -48,6 +49,18 @@ public enum RateLimitOutcome: Sendable, Hashable {
         case .limited(let bucket): bucket.decision
         case .allowed(nil), .storeUnavailable: nil
         }
+    }
+
+    /// The same fields written straight into a head (the gateway's answers, proxied answers),
+    /// the numbers as digits.
+    static func appendHeaders(_ decision: TokenBucket.Decision, to writer: inout HTTPHeadWriter) {
+        writer.append("X-RateLimit-Limit: " as StaticString)
+        writer.append(decimal: decision.limit)
+        writer.append("\r\nX-RateLimit-Remaining: " as StaticString)
+        writer.append(decimal: decision.remaining)
+        writer.append("\r\nX-RateLimit-Reset: " as StaticString)
+        writer.append(decimal: Int(decision.resetAt))
+        writer.appendCRLF()
     }
 
     static func headers(_ decision: TokenBucket.Decision) -> [(String, String)] {

@@ -44,16 +44,17 @@ final class RequestContext {
     func respond(status: Int, body: [UInt8], contentType: String, headers: HTTPHeaders = HTTPHeaders()) {
         guard !answered else { return }
         answered = true
-        var all = headers
-        all.reserveCapacity(headers.count + 6 + extraHeaders.count)
-        all.add("Content-Type", contentType)
-        all.add("X-Request-ID", requestID.description)
-        if all["Cache-Control"] == nil { all.add("Cache-Control", "no-store") }
-        if let rateLimitDecision {
-            for (name, value) in RateLimitOutcome.headers(rateLimitDecision) { all.add(name, value) }
+        let cacheControlGiven = headers["Cache-Control"] != nil
+        request.respond(status: status, body: body) { [requestID, rateLimitDecision, extraHeaders] writer in
+            for field in headers.fields { writer.appendField(field.name, field.value) }
+            writer.appendField("Content-Type", contentType)
+            writer.append("X-Request-ID: " as StaticString)
+            requestID.write(to: &writer)
+            writer.appendCRLF()
+            if !cacheControlGiven { writer.append("Cache-Control: no-store\r\n" as StaticString) }
+            if let rateLimitDecision { RateLimitOutcome.appendHeaders(rateLimitDecision, to: &writer) }
+            for field in extraHeaders.fields { writer.appendField(field.name, field.value) }
         }
-        for field in extraHeaders.fields { all.add(field.name, field.value) }
-        request.respond(status: status, headers: all, body: body)
         finished(status: status)
     }
 

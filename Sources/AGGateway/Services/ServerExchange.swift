@@ -16,8 +16,17 @@ protocol ServerExchange: AnyObject {
     var startedAt: ContinuousClock.Instant { get }
     /// Reads the whole body (up to `limit` bytes); completes once, on the loop thread.
     func collectBody(limit: Int, _ completion: @escaping (Result<[UInt8], HTTPBodyError>) -> Void)
-    /// Sends a complete answer.
-    func respond(status: Int, headers: HTTPHeaders, body: [UInt8])
+    /// Sends a complete answer, its header fields written by `fields` into the head.
+    func respond(status: Int, body: [UInt8], fields: (inout HTTPHeadWriter) -> Void)
+}
+
+extension ServerExchange {
+    /// Sends a complete answer with these header fields.
+    func respond(status: Int, headers: HTTPHeaders, body: [UInt8]) {
+        respond(status: status, body: body) { writer in
+            for field in headers.fields { writer.appendField(field.name, field.value) }
+        }
+    }
 }
 
 extension HTTPServerRequest: ServerExchange {

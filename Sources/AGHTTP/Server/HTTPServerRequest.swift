@@ -114,6 +114,14 @@ public final class HTTPServerRequest {
     /// Answers with a complete response. `Content-Length`, `Connection` and `Date` (unless
     /// `headers` has one) are set here.
     public func respond(status: Int, headers: HTTPHeaders, body: [UInt8]) {
+        respond(status: status, body: body) { writer in
+            for field in headers.fields { writer.appendField(field.name, field.value) }
+        }
+    }
+
+    /// The same, with the header fields written by `fields` straight into the head (the
+    /// gateway's own answers: no `HTTPHeaders` and no `String` per value on the way).
+    public func respond(status: Int, body: [UInt8], fields: (inout HTTPHeadWriter) -> Void) {
         guard response == .notStarted, let connection else { return }
         response = .complete
         // An answer before the body was read: unless the rest has already arrived, the
@@ -122,7 +130,7 @@ public final class HTTPServerRequest {
         let hasBody = method != "HEAD" && status != 204 && status != 304
         connection.writeHead { writer in
             writer.appendStatusLine(status)
-            for field in headers.fields { writer.appendField(field.name, field.value) }
+            fields(&writer)
             if !writer.wroteDate { connection.server.appendDate(to: &writer) }
             if status != 204 && !(100..<200).contains(status) {
                 writer.appendFieldName(.contentLength)

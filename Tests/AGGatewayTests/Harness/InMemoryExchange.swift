@@ -29,8 +29,14 @@ final class InMemoryExchange: ServerExchange {
         completion(body.count > limit ? .failure(.tooLarge) : .success(body))
     }
 
-    func respond(status: Int, headers: HTTPHeaders, body: [UInt8]) {
+    /// Keeps the fields as a client would read them: the written bytes parsed as a head's.
+    func respond(status: Int, body: [UInt8], fields: (inout HTTPHeadWriter) -> Void) {
         precondition(response == nil, "answered twice")
+        var writer = HTTPHeadWriter()
+        fields(&writer)
+        let parsed = try! HTTPFields(parsing: writer.bytes + Array("\r\n".utf8))
+        var headers = HTTPHeaders()
+        for (name, value) in parsed.fields { headers.add(name, value) }
         response = (status, headers, body)
     }
 }
