@@ -112,11 +112,14 @@ public enum Base64 {
     }
 
     private static func decode<D: Sequence>(utf8: D, table: [UInt8], allowPadding: Bool) -> [UInt8]? where D.Element == UInt8 {
-        decode(bytes: utf8 as? [UInt8] ?? Array(utf8), table: table, allowPadding: allowPadding)
+        // A native string's (or an array's) own bytes when it has them contiguously: no copy.
+        if let decoded = utf8.withContiguousStorageIfAvailable({ decode(bytes: $0, table: table, allowPadding: allowPadding) }) {
+            return decoded
+        }
+        return Array(utf8).withUnsafeBufferPointer { decode(bytes: $0, table: table, allowPadding: allowPadding) }
     }
 
-    private static func decode(bytes: [UInt8], table tableArray: [UInt8], allowPadding: Bool) -> [UInt8]? {
-        let input = bytes.span
+    private static func decode(bytes input: UnsafeBufferPointer<UInt8>, table tableArray: [UInt8], allowPadding: Bool) -> [UInt8]? {
         let table = tableArray.span
         var count = input.count
         if allowPadding, count % 4 == 0, count > 0 {

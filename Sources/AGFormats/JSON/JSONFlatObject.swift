@@ -12,7 +12,11 @@ public enum JSONFlatObject {
     /// At most this many members take the fast path (the duplicate check is quadratic).
     public static let maximumMembers = 16
 
-    public static func scan(_ bytes: [UInt8]) -> [(name: String, value: String)]? {
+    public static func scan(_ body: [UInt8]) -> [(name: String, value: String)]? {
+        body.withUnsafeBufferPointer { scan(buffer: $0) }
+    }
+
+    private static func scan(buffer bytes: UnsafeBufferPointer<UInt8>) -> [(name: String, value: String)]? {
         var offset = 0
         let end = bytes.count
 
