@@ -42,11 +42,13 @@ struct PublicRouter {
         }
     }
 
-    /// Answers 405 unless the method is one of `methods`.
-    private func allow(_ context: RequestContext, _ methods: String...) -> Bool {
-        if methods.contains(context.request.method) { return true }
+    /// Answers 405 unless the method is `method` or `other` (two parameters, not a variadic
+    /// list: that would be an array per request).
+    private func allow(_ context: RequestContext, _ method: String, _ other: String? = nil) -> Bool {
+        let received = context.request.method
+        if received == method || received == other { return true }
         var error = GatewayError.methodNotAllowed
-        error.headers = [("Allow", methods.joined(separator: ", "))]
+        error.headers = [("Allow", other.map { method + ", " + $0 } ?? method)]
         context.fail(error)
         return false
     }
