@@ -17,6 +17,9 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
     /// about as much as an ECDH, twice per refresh otherwise. Keyed by the key material itself,
     /// so a re-registered device with other keys misses and is parsed afresh.
     private var parsedKeys = LRUCache<String, PlatformSSODeviceKeys>(capacity: 4_096)
+    /// The server's clock (µs) as the last prepare script read it, and when its reply arrived:
+    /// every commit follows its own prepare on this worker, so this is at most that old.
+    private var serverClock: (microseconds: Int64, readAt: ContinuousClock.Instant)?
 
     init(redis: RedisClient, time: any TimeSource, random: SecureRandomBuffer) {
         self.redis = redis
@@ -54,11 +57,13 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
         redis.evalScript(PlatformSSOScripts.prepareRefresh, keys: [Self.deviceKey(request.tenant, request.keyID), bucket.key],
                          args: [String(time.nowMicroseconds), String(bucket.limitPerMinute)]) { [self] result in
             completion(RedisDeviceStore.store(result).flatMap { value in
-                guard let reply = value.array, reply.count == 2,
+                guard let reply = value.array, reply.count == 4,
                       let decided = RateLimitScript.decisions(from: reply[0], limits: [bucket.limitPerMinute]),
-                      let parts = reply[1].array?.map({ $0.string ?? "" }), let status = parts.first else {
+                      let parts = reply[1].array?.map({ $0.string ?? "" }), let status = parts.first,
+                      let seconds = reply[2].int, let microseconds = reply[3].int else {
                     return .failure(StoreFailure(description: "unexpected reply from the Platform SSO prepare script"))
                 }
+                serverClock = (seconds * 1_000_000 + microseconds, .now)
                 let rateLimit = RateLimitOutcome.combining([bucket], allowed: decided.allowed, decided.decisions)
                 guard status == "ok" else {
                     guard let refusal = PlatformSSORefusal(rawValue: status) else {
@@ -85,10 +90,22 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
                     Self.tokenKey(tenant, request.successor.digest)]
         let args = [String(time.nowMicroseconds), String(request.nonceTTL.milliseconds), request.keyID.urlSafe, family,
                     request.presented?.digest ?? "-", request.successor.digest, String(request.familyTTL.milliseconds),
-                    String(request.idle.milliseconds), String(request.reuseGrace.milliseconds)]
+                    String(request.idle.milliseconds), String(request.reuseGrace.milliseconds), commitDeadline()]
         redis.evalScript(PlatformSSOScripts.commitRefresh, keys: keys, args: args) { result in
             completion(Self.committed(result, script: "refresh commit"))
         }
+    }
+
+    /// The latest server time (µs, the server's clock) at which the commit may still run: a
+    /// quarter of the command timeout before this gateway gives up on its reply. Dated from the
+    /// server's clock at the prepare plus the time elapsed here since its reply, which can only
+    /// come out early (the reply's own travel is not counted), so no clock of this host is
+    /// compared with the server's. Empty (no deadline) before any prepare answered.
+    private func commitDeadline() -> String {
+        guard let serverClock else { return "" }
+        let timeout = redis.timeout.microseconds
+        let elapsed = serverClock.readAt.duration(to: .now).microseconds
+        return String(serverClock.microseconds + elapsed + timeout - timeout / 4)
     }
 
     func register(_ device: PlatformSSODeviceRegistration, completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
@@ -154,6 +171,9 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
                 return .failure(StoreFailure(description: "unexpected reply from the Platform SSO \(script) script"))
             }
             if status == "ok", parts.count == 2, let seconds = Int64(parts[1]) { return .success(.rotated(expiresIn: seconds)) }
+            if status == "late" {
+                return .failure(StoreFailure(description: "the Platform SSO \(script) reached Redis after its deadline; nothing changed"))
+            }
             guard let refusal = PlatformSSORefusal(rawValue: status) else {
                 return .failure(StoreFailure(description: "unexpected reply from the Platform SSO \(script) script: \(status)"))
             }

@@ -30,17 +30,23 @@ public enum PlatformSSOScripts {
     public static let issueNonce = DeviceScripts.issueChallenge
 
     /// The refresh's first round trip, before the signature check: the tenant `attest` bucket,
-    /// then the device record. Changes nothing but the bucket.
+    /// then the device record. Changes nothing but the bucket. Ends with the server's own clock
+    /// (`TIME`), from which the gateway dates the commit's deadline (`commitRefresh`).
     ///
     /// KEYS: device, attest bucket. ARGV: now, attest limit per minute. Reply: `{bucket reply
-    /// (see RateLimitScript), outcome}`, outcome `{'ok', sk, ek, sub, claims}` or a refusal.
+    /// (see RateLimitScript), outcome, TIME seconds, TIME microseconds}`, outcome `{'ok', sk, ek,
+    /// sub, claims}` or a refusal.
     public static let prepareRefresh = RedisScript(LuaFragments.now + RateLimitScript.takeFunction + """
+        local function timed(bucket, outcome)
+          local t = redis.call('TIME')
+          return {bucket, outcome, t[1], t[2]}
+        end
         local bucket = take_buckets(now_us, {KEYS[2]}, ARGV, 2)
-        if bucket[1] ~= 1 then return {bucket, {'rate_limited'}} end
+        if bucket[1] ~= 1 then return timed(bucket, {'rate_limited'}) end
         local dev = redis.call('HMGET', KEYS[1], 'sk', 'ek', 'sub', 'claims', 'rev')
-        if not dev[1] then return {bucket, {'device_unknown'}} end
-        if dev[5] == '1' then return {bucket, {'device_disabled'}} end
-        return {bucket, {'ok', dev[1], dev[2] or '', dev[3] or '', dev[4] or '{}'}}
+        if not dev[1] then return timed(bucket, {'device_unknown'}) end
+        if dev[5] == '1' then return timed(bucket, {'device_disabled'}) end
+        return timed(bucket, {'ok', dev[1], dev[2] or '', dev[3] or '', dev[4] or '{}'})
         """)
 
     /// The refresh's second round trip, after the signature and every claim passed: spends the
@@ -52,10 +58,20 @@ public enum PlatformSSOScripts {
     ///   longer be `prev`): a response was lost, a new successor replaces the unused one;
     /// - any other token of the family is reuse: the whole family is revoked.
     ///
+    /// A script that starts after `deadline` (the server's clock, µs) changes nothing and says
+    /// `'late'`: the gateway has given up on it by then and answered 503, and the Mac will
+    /// present the same token again — had this rotated it, that retry would read as reuse and
+    /// end the family (an independent sweep saw a Redis stall of 400 ms log Macs out).
+    ///
     /// KEYS: nonce, device, presented token `rt:`, family, successor `rt:`. ARGV: now, nonce ttl
-    /// ms, kid, family id, presented digest, successor digest, family ttl ms, idle ms, grace ms.
-    /// Reply: `{'ok', refresh_token_expires_in seconds}` or a refusal `{code}`.
+    /// ms, kid, family id, presented digest, successor digest, family ttl ms, idle ms, grace ms,
+    /// deadline ('' = none). Reply: `{'ok', refresh_token_expires_in seconds}`, `{'late'}` or a
+    /// refusal `{code}`.
     public static let commitRefresh = RedisScript(LuaFragments.now + """
+        if ARGV[10] ~= '' then
+          local t = redis.call('TIME')
+          if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(ARGV[10]) then return {'late'} end
+        end
         local n = redis.call('GET', KEYS[1])
         if not n then return {'nonce_unknown'} end
         if string.sub(n, 1, 5) == 'used:' then return {'nonce_used'} end

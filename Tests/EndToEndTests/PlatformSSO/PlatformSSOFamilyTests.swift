@@ -1,6 +1,7 @@
 import AGDevice
 import AGFormats
 import AGPlatformSSO
+import AGPolicy
 import AGTestSupport
 import Foundation
 import Testing
@@ -159,5 +160,40 @@ struct PlatformSSOFamilyTests {
         #expect(try sso.currentDigest(ofFamilyOf: next) == PlatformSSOGateway.digest(next), "a refused nonce rotates nothing")
         let unknown = try sso.post(PlatformSSOGateway.form(try sso.request(mac, token: next, nonce: "nope").signed(by: mac)))
         #expect(unknown.status == 400 && unknown.json["error_description"] as? String == "nonce unknown")
+    }
+}
+
+/// A refresh whose commit reaches Redis only after the gateway gave up on it (503) — a Redis
+/// stall, a slow network — must change nothing: the Mac presents the same token again later,
+/// which would otherwise read as reuse and end the family. An independent sweep saw `CLIENT
+/// PAUSE 400` log Macs out this way; here a relay holds the commit script back instead.
+@Suite("Platform SSO: a commit that arrives too late")
+struct PlatformSSOLateCommitTests {
+    @Test func aCommitThatReachesRedisAfterTheGatewayGaveUpChangesNothing() throws {
+        let shared = try #require(URLComponents(string: TestGateway.sharedRedisURL))
+        let relay = try DelayingRelay(targetPort: shared.port ?? 6379)
+        defer { relay.stop() }
+        // No grace: a rotation that happened would make the retry below a reuse at once.
+        let settings = PlatformSSOFamilyTests.lifetimes.filter { !$0.hasPrefix("reuse_grace") } + ["reuse_grace: 0s"]
+        let sso = try PlatformSSOGateway(settings: settings, redisURL: "redis://127.0.0.1:\(relay.port)\(shared.path)")
+        defer { sso.stop() }
+        let (mac, enrolled) = try sso.enrolledMac()
+        // One rotation first, so that Redis knows the commit script: a held `EVALSHA` of a script
+        // it had never seen would only earn `NOSCRIPT`, which runs nothing.
+        let first = try sso.rotate(mac, token: enrolled)
+
+        relay.hold(next: PlatformSSOScripts.commitRefresh.sha1, for: .milliseconds(800))
+        let nonce = try sso.nonce()
+        let late = try sso.post(PlatformSSOGateway.form(try sso.request(mac, token: first, nonce: nonce).signed(by: mac)))
+        #expect(late.status == 503 && late.oauthError == "temporarily_unavailable", "\(late.text)")
+        #expect(relay.held == 1)
+        // Once the held script is in Redis's socket, a command sent after it is run after it.
+        #expect(try eventually(5) { relay.passed == 1 })
+        #expect(try sso.currentDigest(ofFamilyOf: first) == PlatformSSOGateway.digest(first), "the family did not rotate")
+        #expect(try sso.nonceState(nonce).hasPrefix("used:") == false, "nor was the nonce spent")
+
+        // The Mac's later retry with the token it holds is an ordinary refresh.
+        let next = try sso.rotate(mac, token: first)
+        #expect(try sso.currentDigest(ofFamilyOf: first) == PlatformSSOGateway.digest(next))
     }
 }
