@@ -20,8 +20,10 @@ public final class TestGateway: @unchecked Sendable {
     public var adminPort: Int { gateway.adminPort }
     /// The time the gateway decides by (the host clock unless the test passed a `ManualTime`).
     public let time: any TimeSource
-    public var logPath: String { directory + "/gateway.log" }
-    public var accessLogPath: String { directory + "/access.log" }
+    public let logPath: String
+    public let accessLogPath: String
+    /// The time the test passed (nil: the gateway's own, aligned with Redis).
+    private let givenTime: (any TimeSource)?
 
     /// A tenant file body for `teamID` with the example bundle id, plus `extra` YAML lines.
     /// `tier` defaults to `test`, whose limits no functional test reaches (see `init`).
@@ -58,11 +60,34 @@ public final class TestGateway: @unchecked Sendable {
         self.redisURL = redisURL
         self.time = time ?? SystemTime()
         adminToken = config.adminToken
-        let logFD = open(directory + "/gateway.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        let accessFD = open(directory + "/access.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        gateway = try Gateway(configPath: config.gatewayPath,
-                              logger: Logger(level: .debug, format: .json, fileDescriptor: logFD),
-                              accessLog: Logger(level: .info, format: .json, fileDescriptor: accessFD), time: time)
+        logPath = directory + "/gateway.log"
+        accessLogPath = directory + "/access.log"
+        givenTime = time
+        gateway = try Self.start(config, logPath: logPath, accessLogPath: accessLogPath, time: time)
+    }
+
+    /// Another instance on the same configuration files (tenants, token keys, Redis), on ports
+    /// of its own: the second instance of a deployment, or one started later. Its logs are
+    /// `<name>.log` and `<name>-access.log`.
+    public init(sameConfigAs other: TestGateway, name: String) throws {
+        config = other.config
+        directory = other.directory
+        redisURL = other.redisURL
+        time = other.time
+        adminToken = other.adminToken
+        logPath = directory + "/\(name).log"
+        accessLogPath = directory + "/\(name)-access.log"
+        givenTime = other.givenTime
+        gateway = try Self.start(config, logPath: logPath, accessLogPath: accessLogPath, time: givenTime)
+    }
+
+    private static func start(_ config: TestConfigDirectory, logPath: String, accessLogPath: String,
+                              time: (any TimeSource)?) throws -> Gateway {
+        let logFD = open(logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        let accessFD = open(accessLogPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        return try Gateway(configPath: config.gatewayPath,
+                           logger: Logger(level: .debug, format: .json, fileDescriptor: logFD),
+                           accessLog: Logger(level: .info, format: .json, fileDescriptor: accessFD), time: time)
     }
 
     public func stop() {

@@ -132,6 +132,42 @@ struct ProxyDeviceEpochTests {
         }
     }
 
+    /// Under `allow`, a gateway started after a revocation refuses the revoked device's token
+    /// while Redis is down as well: it read the revocation from the events stream's history when
+    /// it started (an independent sweep saw an instance restarted after the revocation proxy the
+    /// token once Redis went away, having answered 403 while it was up).
+    @Test func aGatewayStartedAfterARevocationRefusesItUnderAllowWhileRedisIsDown() async throws {
+        try await RedisServer.withPrivate { redis in
+            let allow = "proxy:\n  unverified_token_policy: allow\n"
+            let setup = try Setup(redis: redis, gatewayYAML: allow)
+            let pathKeyID = setup.keyID.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            let revoked = try setup.fixture.gateway.admin("POST", "/admin/v1/tenants/\(setup.fixture.appID)/keys/\(pathKeyID)/revoke")
+            #expect(revoked.status == 200, "\(revoked.text)")
+            setup.fixture.gateway.stop()
+            // Another instance of the same configuration, started after the revocation.
+            let later = try TestGateway(sameConfigAs: setup.fixture.gateway, name: "later")
+            defer {
+                later.stop()
+                setup.fixture.upstream.stop()
+            }
+            func get(_ target: String) throws -> TestResponse {
+                try later.send("GET", target, headers: setup.fixture.tenantHeaders + [("Authorization", "Bearer \(setup.token)")])
+            }
+            #expect(try get("/api/up").status == 403)
+            // Each of its two workers has read the revocation from the stream's history.
+            #expect(eventually(10) { later.logText().components(separatedBy: "revocation received").count - 1 >= 2 })
+            redis.kill()
+            setup.time.advance(Self.bound)
+            for _ in 0..<4 {
+                let refused = try get("/api/down")
+                #expect(refused.status == 403)
+                #expect(refused.code == "forbidden")
+            }
+            #expect(!setup.fixture.upstream.records.contains { $0.target.hasSuffix("/api/down") })
+        }
+    }
+
     @Test(arguments: ["deny", "allow"])
     func aTokenThatCannotBeCheckedFollowsThePolicy(policy: String) async throws {
         try await RedisServer.withPrivate { redis in

@@ -11,8 +11,11 @@ import AGRedis
 /// nothing to deliver and nothing to lose. This set is the fast path — a revocation heard here
 /// is refused on this worker at once — and the fallback for Redis unreachable with
 /// `proxy.unverified_token_policy: allow`: a device revoked before Redis went away is still
-/// refused then. Entries are dropped once every token of the device that predates the
-/// revocation has expired (`retention`). Loop thread only.
+/// refused then — also by a worker started after the revocation, since the stream is read
+/// from `retention` back when the watcher starts (an independent sweep saw an instance
+/// restarted after a revocation proxy the revoked device's token during an outage). Entries
+/// are dropped once every token of the device that predates the revocation has expired
+/// (`retention`). Loop thread only.
 final class RevocationWatcher: RevocationState {
     private var revoked: [String: ContinuousClock.Instant] = [:]
     private var reader: EventStreamReader?
@@ -20,7 +23,7 @@ final class RevocationWatcher: RevocationState {
     /// Reads the events stream on its own connection to `url`; `retention` gives the current
     /// longest token lifetime plus leeway, read when entries are pruned.
     init(url: RedisURL, loop: EventLoop, timeout: Duration, logger: any LogSink, retention: @escaping () -> Duration) {
-        reader = EventStreamReader(url: url, loop: loop, timeout: timeout, onEvents: { [weak self] entries in
+        reader = EventStreamReader(url: url, loop: loop, timeout: timeout, history: retention, onEvents: { [weak self] entries in
             guard let self else { return }
             self.prune(olderThan: retention())
             for entry in entries {

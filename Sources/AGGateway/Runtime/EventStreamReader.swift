@@ -8,9 +8,11 @@ import AGRedis
 /// It reads from the last id it handed on: a killed connection, a server frozen past the read
 /// deadline, or a failover only delay events, never lose them (as long as the stream still
 /// holds them: it keeps about `GatewayEvents.maximumLength` entries). The position starts at
-/// the stream's end when the reader starts; each time the connection (re)connects,
-/// `onResume` runs first, so owners re-read whatever state could have changed beyond what
-/// the stream still holds. Loop thread only.
+/// the stream's end when the reader starts — or, with `history`, that long before the server's
+/// now (stream ids are the server's milliseconds), for an owner that must know what happened
+/// before it started; each time the connection (re)connects, `onResume` runs first, so owners
+/// re-read whatever state could have changed beyond what the stream still holds. Loop thread
+/// only.
 final class EventStreamReader {
     /// One entry: its id and the event JSON.
     struct Entry {
@@ -24,13 +26,16 @@ final class EventStreamReader {
     private let onEvents: ([Entry]) -> Void
     private let onResume: () -> Void
     private var lastID: String?
+    /// How far back the first read starts (nil: at the end).
+    private let history: (() -> Duration)?
     private var reading = false
     private var retryTimer: EventTimer?
     private var closed = false
 
     init(url: RedisURL, loop: EventLoop, timeout: Duration, blockTime: Duration = .seconds(2),
-         onEvents: @escaping ([Entry]) -> Void, onResume: @escaping () -> Void) {
+         history: (() -> Duration)? = nil, onEvents: @escaping ([Entry]) -> Void, onResume: @escaping () -> Void) {
         self.blockTime = blockTime
+        self.history = history
         self.onEvents = onEvents
         self.onResume = onResume
         redis = RedisClient(url: url, loop: loop, timeout: timeout)
@@ -56,6 +61,19 @@ final class EventStreamReader {
     private func read() {
         guard !closed, !reading else { return }
         reading = true
+        if lastID == nil, let history {
+            // The server's now less the history: the id before every entry since then.
+            let back = history().milliseconds
+            redis.send(["TIME"]) { [weak self] result in
+                guard let self, !self.closed else { return }
+                self.reading = false
+                guard case .success(let reply) = result, let parts = reply.array, parts.count == 2,
+                      let seconds = parts[0].int else { return self.retryLater() }
+                self.lastID = "\(max(0, seconds * 1000 - back))-0"
+                self.read()
+            }
+            return
+        }
         guard let lastID else {
             // Where the stream ends now: events from here on are this reader's.
             redis.send(["XREVRANGE", GatewayEvents.stream, "+", "-", "COUNT", "1"]) { [weak self] result in
