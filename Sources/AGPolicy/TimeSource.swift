@@ -60,12 +60,20 @@ public final class AlignedTime: TimeSource {
     /// leeway (`tokens.leeway` 30 s) of whoever checks the tokens against their own clock.
     public static let maximumOffset: Int64 = 10_000_000
 
+    /// The longest round trip a measurement may take (250 ms, µs): its error is up to half of
+    /// it, and a long one says more about a stalled server than about its clock (an
+    /// independent sweep saw `TIME` answered at the end of a `DEBUG SLEEP` move the gateway's
+    /// now 1.5 s ahead of both clocks, the same host's, for a measurement interval).
+    public static let maximumRoundTrip: Int64 = 250_000
+
     /// Records a measurement: the reference read `reference` while the local clock went from
     /// `sent` to `received` (all Unix µs); the midpoint of the round trip is taken as the
     /// moment the reference was read. Returns the measured offset (µs), which is applied only
-    /// up to `maximumOffset`.
+    /// up to `maximumOffset` — or nil, changing nothing, for a round trip over
+    /// `maximumRoundTrip` (or a local clock that went back meanwhile).
     @discardableResult
-    public func record(reference: Int64, sent: Int64, received: Int64) -> Int64 {
+    public func record(reference: Int64, sent: Int64, received: Int64) -> Int64? {
+        guard received >= sent, received - sent <= Self.maximumRoundTrip else { return nil }
         let measuredOffset = reference - (sent + (received - sent) / 2)
         offset.store(min(max(measuredOffset, -Self.maximumOffset), Self.maximumOffset), ordering: .relaxed)
         measured.store(true, ordering: .relaxed)

@@ -11,6 +11,19 @@ import Testing
 /// `TIME` a test moves): small offsets are followed, a wrong clock is corrected for at most
 /// `AlignedTime.maximumOffset` and logged once, and its end is logged.
 @Suite struct RedisClockAlignmentTests {
+    /// A `TIME` answered at the end of a stall (sent before it, read after it) is no clock
+    /// reading: ignored, the offset in use stays (a stall of 3 s read as a 1.5 s offset before).
+    @Test func aMeasurementWithALongRoundTripIsIgnored() {
+        let time = AlignedTime()
+        #expect(time.record(reference: 1_000_050_000, sent: 1_000_000_000, received: 1_000_002_000) == 49_000)
+        #expect(time.currentOffset == (49_000, true))
+        #expect(time.record(reference: 1_003_000_000, sent: 1_000_000_000, received: 1_003_000_100) == nil, "a 3 s round trip")
+        #expect(time.currentOffset == (49_000, true))
+        #expect(time.record(reference: 1_000_000_000, sent: 1_000_000_000, received: 999_000_000) == nil, "the host clock went back")
+        #expect(time.record(reference: 1_000_100_000, sent: 1_000_000_000, received: 1_000_000_000 + AlignedTime.maximumRoundTrip)
+                == 100_000 - AlignedTime.maximumRoundTrip / 2)
+    }
+
     @Test func aRedisClockYearsOffMovesTheTimeByTheBoundAtMostAndIsLoggedOnce() async throws {
         let sixYears = -6.0 * 365 * 86_400
         let clock = try await TestRedisClock.start(offset: sixYears)

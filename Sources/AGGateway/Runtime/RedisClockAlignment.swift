@@ -3,7 +3,8 @@ import AGPolicy
 import AGRedis
 
 /// Keeps an `AlignedTime` on the Redis clock, from the control loop: `TIME` on connect and every
-/// `interval`, the offset taken at the midpoint of the round trip.
+/// `interval`, the offset taken at the midpoint of the round trip (a measurement whose round
+/// trip took over `AlignedTime.maximumRoundTrip` is ignored).
 ///
 /// Every script gets "now" from the gateway, so instances whose clocks disagree would otherwise
 /// disagree on challenge expiry and bucket refills; measured against the one Redis clock they
@@ -49,7 +50,11 @@ final class RedisClockAlignment {
                   let seconds = parts[0].string.flatMap({ Int64($0) }), let micros = parts[1].string.flatMap({ Int64($0) }) else {
                 return
             }
-            report(time.record(reference: seconds * 1_000_000 + micros, sent: sent, received: received))
+            guard let offset = time.record(reference: seconds * 1_000_000 + micros, sent: sent, received: received) else {
+                return logger.debug("clock measurement ignored: its round trip was too long",
+                                    [("round_trip_ms", .int(Int((received - sent) / 1000)))])
+            }
+            report(offset)
         }
     }
 
