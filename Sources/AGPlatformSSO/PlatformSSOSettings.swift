@@ -50,8 +50,11 @@ public struct PlatformSSODeviceKeys: Sendable, Equatable {
 /// The user a device belongs to: the id_token's `sub` and the extra claims the tenant's IdP
 /// registered with the device.
 public struct PlatformSSOUser: Sendable, Equatable {
-    /// Claims the gateway sets itself in every id_token; registered claims may not use these names.
-    public static let reservedClaimNames: Set<String> = ["iss", "aud", "sub", "iat", "nbf", "exp", "nonce"]
+    /// Claims the gateway sets itself in every id_token, and `azp` (OpenID Connect: the party the
+    /// token was issued to, which must then be the client id alone, the `aud` — an independent
+    /// sweep registered another and got id_tokens a relying party may refuse); registered claims
+    /// may not use these names.
+    public static let reservedClaimNames: Set<String> = ["iss", "aud", "sub", "iat", "nbf", "exp", "nonce", "azp"]
 
     public let subject: String
     public let claims: [String: JSONValue]

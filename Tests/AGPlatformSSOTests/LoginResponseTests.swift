@@ -100,7 +100,7 @@ struct LoginResponseTests {
         #expect(try JWTVerifier(keys: ["gw-rsa": signer.key.verificationKey]).verify(idToken).claims["sub"] == "user-42")
     }
 
-    @Test("registered claims may not use a reserved name", arguments: ["iss", "aud", "sub", "iat", "nbf", "exp", "nonce"])
+    @Test("registered claims may not use a reserved name", arguments: ["iss", "aud", "sub", "iat", "nbf", "exp", "nonce", "azp"])
     func reservedClaims(name: String) {
         #expect(throws: PlatformSSOUserError("claim \(name) is set by the gateway and cannot be registered")) {
             try PlatformSSOUser(subject: "u", claims: [name: "x", "upn": "y"])

@@ -109,6 +109,18 @@ struct RefreshVerifierTests {
         #expect(try Verification.run(request, settings: settings).serverNonce == "custom-nonce")
     }
 
+    @Test("a payload that is no JSON says so, with the reason: not \"not a JSON object\"")
+    func payloadThatIsNoJSON() throws {
+        var request = MacRefreshRequest(device: Verification.device)
+        var nested: JSONValue = 1
+        for _ in 0..<20 { nested = .array([nested]) }
+        request.claims["custom"] = nested
+        #expect(throws: OAuthError.invalidRequest(
+            "the JWS payload is not valid JSON (at most 16 levels deep, no repeated member name): nesting too deep")) {
+            _ = try Verification.run(request)
+        }
+    }
+
     @Test("refusals name the claim without echoing token values")
     func descriptions() throws {
         var request = MacRefreshRequest(device: Verification.device, refreshToken: "secret-refresh-token")

@@ -55,9 +55,15 @@ public struct RefreshRequestVerifier: Sendable {
         guard compact.signature.count == 64 else {
             throw .invalidRequest("the ES256 signature must be 64 bytes of r||s, not \(compact.signature.count)")
         }
-        guard let json = try? JSONValue(parsing: compact.payload, maximumDepth: 16), case .object(let claims) = json else {
-            throw .invalidRequest("the JWS payload is not a JSON object")
+        // Its own reason when it is no JSON at all (nested deeper than 16 levels, a repeated
+        // member name, a syntax error): "not a JSON object" misled a sweep's client about both.
+        let json: JSONValue
+        do throws(JSONParseError) {
+            json = try JSONValue(parsing: compact.payload, maximumDepth: 16)
+        } catch {
+            throw .invalidRequest("the JWS payload is not valid JSON (at most 16 levels deep, no repeated member name): \(error.reason)")
         }
+        guard case .object(let claims) = json else { throw .invalidRequest("the JWS payload is not a JSON object") }
         let serverNonce = try Self.tokenClaim(settings.nonceClaimName, in: claims)
         let refreshToken = try Self.tokenClaim("refresh_token", in: claims)
         return UnverifiedRefreshRequest(keyID: keyID, serverNonce: serverNonce, refreshToken: refreshToken,
