@@ -17,9 +17,11 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
     /// about as much as an ECDH, twice per refresh otherwise. Keyed by the key material itself,
     /// so a re-registered device with other keys misses and is parsed afresh.
     private var parsedKeys = LRUCache<String, PlatformSSODeviceKeys>(capacity: 4_096)
-    /// The server's clock (µs) as the last prepare script read it, and when its reply arrived:
-    /// every commit follows its own prepare on this worker, so this is at most that old.
-    private var serverClock: (microseconds: Int64, readAt: ContinuousClock.Instant)?
+    /// The server's clock (µs) as the last prepare script of each tenant read it, and when its
+    /// reply arrived: every commit follows its own prepare on this worker, so its tenant's
+    /// reading is at most that old — and from the server that holds the tenant's keys (in a
+    /// cluster, each tenant's shard: one tenant's reading never dates another's commit).
+    private var serverClocks: [String: (microseconds: Int64, readAt: ContinuousClock.Instant)] = [:]
 
     init(redis: RedisClient, time: any TimeSource, random: SecureRandomBuffer) {
         self.redis = redis
@@ -63,7 +65,7 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
                       let seconds = reply[2].int, let microseconds = reply[3].int else {
                     return .failure(StoreFailure(description: "unexpected reply from the Platform SSO prepare script"))
                 }
-                serverClock = (seconds * 1_000_000 + microseconds, .now)
+                serverClocks[request.tenant.appID] = (seconds * 1_000_000 + microseconds, .now)
                 let rateLimit = RateLimitOutcome.combining([bucket], allowed: decided.allowed, decided.decisions)
                 guard status == "ok" else {
                     guard let refusal = PlatformSSORefusal(rawValue: status) else {
@@ -90,7 +92,7 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
                     Self.tokenKey(tenant, request.successor.digest)]
         let args = [String(time.nowMicroseconds), String(request.nonceTTL.milliseconds), request.keyID.urlSafe, family,
                     request.presented?.digest ?? "-", request.successor.digest, String(request.familyTTL.milliseconds),
-                    String(request.idle.milliseconds), String(request.reuseGrace.milliseconds), commitDeadline()]
+                    String(request.idle.milliseconds), String(request.reuseGrace.milliseconds), commitDeadline(tenant)]
         redis.evalScript(PlatformSSOScripts.commitRefresh, keys: keys, args: args) { result in
             completion(Self.committed(result, script: "refresh commit"))
         }
@@ -100,9 +102,9 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
     /// quarter of the command timeout before this gateway gives up on its reply. Dated from the
     /// server's clock at the prepare plus the time elapsed here since its reply, which can only
     /// come out early (the reply's own travel is not counted), so no clock of this host is
-    /// compared with the server's. Empty (no deadline) before any prepare answered.
-    private func commitDeadline() -> String {
-        guard let serverClock else { return "" }
+    /// compared with the server's. Empty (no deadline) before any prepare of the tenant answered.
+    private func commitDeadline(_ tenant: Tenant) -> String {
+        guard let serverClock = serverClocks[tenant.appID] else { return "" }
         let timeout = redis.timeout.microseconds
         let elapsed = serverClock.readAt.duration(to: .now).microseconds
         return String(serverClock.microseconds + elapsed + timeout - timeout / 4)
