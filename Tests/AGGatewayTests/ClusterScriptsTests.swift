@@ -32,6 +32,7 @@ import Testing
         ("psso prepare refresh", PlatformSSOScripts.prepareRefresh),
         ("psso commit refresh", PlatformSSOScripts.commitRefresh), ("psso register", PlatformSSOScripts.registerDevice),
         ("psso mint", PlatformSSOScripts.mintRefreshToken), ("psso revoke", PlatformSSOScripts.revokeDevice),
+        ("psso undo rotation", PlatformSSOScripts.undoRotation),
     ]
 
     @Test func theListIsComplete() throws {

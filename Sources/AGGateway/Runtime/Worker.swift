@@ -49,7 +49,9 @@ final class Worker {
         let services = RouteServices(
             snapshots: shared.snapshots, time: shared.time, devices: devices, deviceAdmin: devices,
             challenges: RedisChallengeStore(redis: redis, time: shared.time, random: random),
-            platformSSO: RedisPlatformSSOStore(redis: redis, time: shared.time, random: random), limiter: rateLimiter,
+            platformSSO: RedisPlatformSSOStore(redis: redis, time: shared.time, random: random,
+                                               waitReplicas: snapshot.gateway.redis.waitReplicas,
+                                               waitTimeout: snapshot.gateway.redis.waitTimeout), limiter: rateLimiter,
             tiers: RedisTierAdministration(store: shared.tierStore, redis: redis), revocations: revocations,
             forwarder: UpstreamForwarder(upstreams: upstreams), readiness: RedisHealth(redis: redis, epoch: shared.storeEpoch),
             reloader: ControlLoopReloader(shared: shared, loop: loop), metrics: metrics,

@@ -23,10 +23,17 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
     /// cluster, each tenant's shard: one tenant's reading never dates another's commit).
     private var serverClocks: [String: (microseconds: Int64, readAt: ContinuousClock.Instant)] = [:]
 
-    init(redis: RedisClient, time: any TimeSource, random: SecureRandomBuffer) {
+    /// `redis.wait_replicas` / `redis.wait_timeout`, as for the App Attest commits: a rotation (and
+    /// a minted family) must reach this many replicas before the answer, or a failover to one of
+    /// them loses it and the Mac, holding a token the new primary never saw, must log in again.
+    let confirmation: (replicas: Int, within: Duration)
+
+    init(redis: RedisClient, time: any TimeSource, random: SecureRandomBuffer, waitReplicas: Int = 0,
+         waitTimeout: Duration = .zero) {
         self.redis = redis
         self.time = time
         self.random = random
+        confirmation = (waitReplicas, waitTimeout)
     }
 
     static func deviceKey(_ tenant: Tenant, _ keyID: PlatformSSOKeyID) -> String {
@@ -93,7 +100,14 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
         let args = [String(time.nowMicroseconds), String(request.nonceTTL.milliseconds), request.keyID.urlSafe, family,
                     request.presented?.digest ?? "-", request.successor.digest, String(request.familyTTL.milliseconds),
                     String(request.idle.milliseconds), String(request.reuseGrace.milliseconds), commitDeadline(tenant)]
-        redis.evalScript(PlatformSSOScripts.commitRefresh, keys: keys, args: args) { result in
+        redis.evalScript(PlatformSSOScripts.commitRefresh, keys: keys, args: args, confirmedBy: confirmation.replicas,
+                         within: confirmation.within) { [self] result in
+            if case .failure = result, let presented = request.presented {
+                // The script may have rotated on the primary all the same (replicas that did not
+                // confirm it, a connection lost after it ran): take that back.
+                redis.evalScript(PlatformSSOScripts.undoRotation, keys: [keys[3], keys[4]],
+                                 args: [String(time.nowMicroseconds), presented.digest, request.successor.digest]) { _ in }
+            }
             completion(Self.committed(result, script: "refresh commit"))
         }
     }
@@ -161,7 +175,8 @@ final class RedisPlatformSSOStore: PlatformSSOStore {
                     Self.tokenKey(tenant, request.token.digest)]
         let args = [String(time.nowMicroseconds), request.keyID.urlSafe, request.token.familyID, request.token.digest,
                     String(request.familyTTL.milliseconds), String(request.idle.milliseconds)]
-        redis.evalScript(PlatformSSOScripts.mintRefreshToken, keys: keys, args: args) { result in
+        redis.evalScript(PlatformSSOScripts.mintRefreshToken, keys: keys, args: args, confirmedBy: confirmation.replicas,
+                         within: confirmation.within) { result in
             completion(Self.committed(result, script: "mint"))
         }
     }

@@ -99,6 +99,24 @@ public enum PlatformSSOScripts {
         return {'ok', tostring(math.floor((math.min(created + ttl, now + idle) - now) / 1000))}
         """)
 
+    /// Takes back a rotation whose answer the Mac never got: run after a commit that failed —
+    /// replicas that did not confirm it (`redis.wait_replicas`), a lost connection — when the
+    /// script may still have rotated the token on the primary. Only while the family still
+    /// stands as that commit left it (the successor current, the token presented before it): the
+    /// presented token is current again and the successor forgotten, as on a replica that never
+    /// got the rotation, so the Mac's retry with the token it holds is an ordinary refresh
+    /// rather than reuse. Changes nothing otherwise (the commit did not run, or refused).
+    ///
+    /// KEYS: family, successor `rt:`. ARGV: now, presented digest, successor digest. Reply: 1
+    /// taken back, 0 nothing to take back.
+    public static let undoRotation = RedisScript(LuaFragments.now + """
+        local fam = redis.call('HMGET', KEYS[1], 'cur', 'prev')
+        if fam[1] ~= ARGV[3] or fam[2] ~= ARGV[2] then return 0 end
+        redis.call('HSET', KEYS[1], 'cur', ARGV[2], 'prev', '')
+        redis.call('DEL', KEYS[2])
+        return 1
+        """)
+
     /// Registers a device or updates its record (admin `PUT`). A new device, or one handed to
     /// another user (`sub` changed), gets a new epoch: families of the previous registration end.
     /// A disabled device is enabled again (its families died when it was disabled).

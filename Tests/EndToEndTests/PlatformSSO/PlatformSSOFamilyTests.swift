@@ -1,3 +1,4 @@
+import AGCrypto
 import AGDevice
 import AGFormats
 import AGPlatformSSO
@@ -195,5 +196,45 @@ struct PlatformSSOLateCommitTests {
         // The Mac's later retry with the token it holds is an ordinary refresh.
         let next = try sso.rotate(mac, token: first)
         #expect(try sso.currentDigest(ofFamilyOf: first) == PlatformSSOGateway.digest(next))
+    }
+}
+
+/// `redis.wait_replicas` holds for Platform SSO as for App Attest: a rotation no replica
+/// confirmed is not answered as done — a failover to that replica would lose it, and the Mac,
+/// holding a token the new primary never saw, would have to log in again (an independent sweep
+/// saw exactly that: the setting was ignored here). The rotation the primary made is taken
+/// back, so the Mac's retry is an ordinary refresh whatever the reuse grace.
+@Suite("Platform SSO: redis.wait_replicas")
+struct PlatformSSOReplicationTests {
+    @Test func aRotationNoReplicaConfirmedIsRefusedAndTakenBack() throws {
+        let url = TestGateway.sharedRedisURL
+        // The shared test Redis has no replica: no write is ever confirmed.
+        let unreplicated = "redis:\n  url: \(url)\n  timeout: 2s\n  wait_replicas: 1\n  wait_timeout: 50ms\n"
+        let settings = PlatformSSOFamilyTests.lifetimes.filter { !$0.hasPrefix("reuse_grace") } + ["reuse_grace: 0s"]
+        let sso = try PlatformSSOGateway(settings: settings, gatewayYAML: unreplicated)
+        defer { sso.stop() }
+        let mac = try sso.newMac()
+        #expect(try sso.register(mac).status == 201)
+        // The admin's first token is a write like a rotation: refused unconfirmed as well.
+        let minted = try sso.gateway.admin("POST", "\(sso.devicesPath)/\(mac.keyID.urlSafe)/refresh-tokens")
+        #expect(minted.status == 503, "\(minted.text)")
+
+        // A family minted straight in Redis, as an unreplicated admin call would have left it.
+        let token = PlatformSSORefreshToken.newFamily(using: SecureRandomBuffer())
+        let familyKey = "ag:{\(sso.appID)}:psso:fam:\(token.familyID)"
+        let epoch = try sso.redis("HGET", "ag:{\(sso.appID)}:psso:dev:\(mac.keyID.urlSafe)", "epoch")
+        let now = String(sso.time.nowMicroseconds / 1000)
+        _ = try sso.redis("HSET", familyKey, "kid", mac.keyID.urlSafe, "epoch", epoch, "created", now, "last", now,
+                          "cur", token.digest, "prev", "", "rot", now, "rev", "0")
+        _ = try sso.redis("SET", "ag:{\(sso.appID)}:psso:rt:\(token.digest)", token.familyID)
+
+        let (refused, _) = try sso.refresh(mac, token: token.text)
+        #expect(refused.status == 503 && refused.oauthError == "temporarily_unavailable", "\(refused.text)")
+        #expect(try sso.currentDigest(ofFamilyOf: token.text) == token.digest, "the rotation on the primary was taken back")
+        #expect(try sso.redis("HGET", familyKey, "rev") == "0")
+        // Its retry, once the replica confirms again (here: the same refusal, and still the same token current).
+        let (again, _) = try sso.refresh(mac, token: token.text)
+        #expect(again.status == 503 && again.oauthError == "temporarily_unavailable", "not reuse: \(again.text)")
+        #expect(try sso.currentDigest(ofFamilyOf: token.text) == token.digest)
     }
 }
