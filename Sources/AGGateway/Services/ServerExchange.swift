@@ -20,15 +20,6 @@ protocol ServerExchange: AnyObject {
     func respond(status: Int, body: [UInt8], fields: (inout HTTPHeadWriter) -> Void)
 }
 
-extension ServerExchange {
-    /// Sends a complete answer with these header fields.
-    func respond(status: Int, headers: HTTPHeaders, body: [UInt8]) {
-        respond(status: status, body: body) { writer in
-            for field in headers.fields { writer.appendField(field.name, field.value) }
-        }
-    }
-}
-
 extension HTTPServerRequest: ServerExchange {
     var target: String { head.target }
 }
