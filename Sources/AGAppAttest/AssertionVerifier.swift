@@ -62,13 +62,17 @@ public enum AssertionVerifier {
     /// The assertion's signature and authenticator data (raw and parsed).
     private static func parse(_ assertion: [UInt8]) throws(AssertionError)
         -> (signature: [UInt8], authenticatorBytes: [UInt8], authenticatorData: AuthenticatorData) {
-        if let (signature, authenticatorBytes) = devicePattern(assertion) {
-            do {
-                return (signature, authenticatorBytes, try AuthenticatorData(authenticatorBytes))
-            } catch {
-                throw .authenticatorDataTooShort
-            }
+        let fields = if let read = devicePattern(assertion) { read } else { try decodedFields(assertion) }
+        let (signature, authenticatorBytes) = fields
+        do {
+            return (signature, authenticatorBytes, try AuthenticatorData(authenticatorBytes))
+        } catch {
+            throw .authenticatorDataTooShort
         }
+    }
+
+    /// The two byte strings through the general CBOR decoder.
+    private static func decodedFields(_ assertion: [UInt8]) throws(AssertionError) -> (signature: [UInt8], authenticatorData: [UInt8]) {
         let object: CBORValue
         do {
             object = try CBORDecoder(maximumDepth: 4).decode(assertion)
@@ -81,11 +85,7 @@ public enum AssertionVerifier {
         guard let authenticatorBytes = object["authenticatorData"]?.bytesValue else {
             throw .malformedAssertion("assertion has no authenticatorData byte string")
         }
-        do {
-            return (signature, authenticatorBytes, try AuthenticatorData(authenticatorBytes))
-        } catch {
-            throw .authenticatorDataTooShort
-        }
+        return (signature, authenticatorBytes)
     }
 
     private static let signatureKey: [UInt8] = [0x69] + Array("signature".utf8)
