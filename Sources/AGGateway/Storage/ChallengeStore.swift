@@ -80,16 +80,9 @@ final class RedisChallengeStore: ChallengeIssuer {
         let limits = inline.map { buckets[$0].limitPerMinute }
         redis.evalScript(DeviceScripts.takeAndIssueChallenge, keys: [challengeKey] + inline.map { buckets[$0].key },
                          args: [String(now), String(ttl.milliseconds * 2)] + limits.map { String($0) }) { result in
-            switch result {
-            case .success(let value):
-                if let reply = value.array, reply.count == 2, let decided = RateLimitScript.decisions(from: reply[0], limits: limits),
-                   let at = reply[1].int {
-                    issued = (decided, at)
-                } else {
-                    failure = failure ?? "unexpected reply from the challenge script"
-                }
-            case .failure(let error):
-                failure = failure ?? error.description
+            switch Self.issued(result, limits: limits) {
+            case .success(let reply): issued = reply
+            case .failure(let reason): failure = failure ?? reason.description
             }
             settle()
         }
@@ -130,19 +123,28 @@ final class RedisChallengeStore: ChallengeIssuer {
             limits.append(check.limitPerMinute)
         }
         redis.evalScript(DeviceScripts.takeAndIssueChallenge, keys: keys, args: args) { result in
-            let value: RedisValue
-            switch result {
-            case .failure(let error): return completion(.failure(StoreFailure(description: error.description)))
-            case .success(let reply): value = reply
-            }
-            guard let reply = value.array, reply.count == 2, let decided = RateLimitScript.decisions(from: reply[0], limits: limits),
-                  let at = reply[1].int else {
-                return completion(.failure(StoreFailure(description: "unexpected reply from the challenge script")))
+            let decided: (allowed: Bool, decisions: [TokenBucket.Decision]), at: Int64
+            switch Self.issued(result, limits: limits) {
+            case .success(let reply): (decided, at) = reply
+            case .failure(let reason): return completion(.failure(reason))
             }
             let outcome = RateLimitOutcome.combining(buckets, allowed: decided.allowed, decided.decisions)
             guard decided.allowed else { return completion(.success((outcome, nil))) }
             guard at > 0 else { return completion(.failure(StoreFailure(description: "challenge collision"))) }
             completion(.success((outcome, IssuedChallenge(challenge: challenge, issuedAtMilliseconds: at))))
+        }
+    }
+
+    /// `takeAndIssueChallenge`'s reply: the buckets' decisions (`limits` in their order) and the
+    /// issue time (0 refused, -1 a collision), or why there is none.
+    private static func issued(_ result: Result<RedisValue, RedisError>, limits: [Int])
+        -> Result<(decided: (allowed: Bool, decisions: [TokenBucket.Decision]), at: Int64), StoreFailure> {
+        RedisDeviceStore.store(result).flatMap { value in
+            guard let reply = value.array, reply.count == 2, let decided = RateLimitScript.decisions(from: reply[0], limits: limits),
+                  let at = reply[1].int else {
+                return .failure(StoreFailure(description: "unexpected reply from the challenge script"))
+            }
+            return .success((decided, at))
         }
     }
 
