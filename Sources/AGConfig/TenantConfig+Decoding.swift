@@ -136,7 +136,8 @@ extension TenantConfig {
                 d.report(field, "expected an HTTP header name, got \(ConfigDecoder.quoted(name))")
                 return nil
             }
-            if normalizedHeader(name).hasPrefix("x-attest-") {
+            let normalized = normalizedHeader(name)
+            if normalized.hasPrefix("x-attest-") {
                 d.report(field, "X-Attest-* headers are removed from every request before forwarding; choose another header")
                 return nil
             }
@@ -145,7 +146,7 @@ extension TenantConfig {
             let taken = ["x-team-id", "x-bundle-id", "host", "connection", "keep-alive", "te", "trailer", "transfer-encoding",
                          "upgrade", "content-length", "content-type", "expect", "cookie", "x-forwarded-for",
                          "x-forwarded-host", "x-forwarded-proto", "x-request-id"]
-            if taken.contains(normalizedHeader(name)) || normalizedHeader(name).hasPrefix("proxy-") {
+            if taken.contains(normalized) || normalized.hasPrefix("proxy-") {
                 d.report(field, "\(name) is a header the gateway or HTTP itself reads for something else; choose another header")
                 return nil
             }
