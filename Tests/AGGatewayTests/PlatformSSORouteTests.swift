@@ -72,6 +72,7 @@ struct PlatformSSORouteTests {
         let response = setup.send()
         #expect(response.status == status && response.json["error"] as? String == error)
         #expect(response.json["error_description"] as? String == description)
+        #expect(response.header("WWW-Authenticate") == (status == 401 ? "PlatformSSO" : nil))
         #expect(setup.harness.platformSSO.committed.isEmpty)
         #expect(setup.harness.platformSSO.prepared.first?.keyID == setup.mac.keyID)
     }
@@ -94,6 +95,7 @@ struct PlatformSSORouteTests {
         setup.harness.platformSSO.prepareReply = .success((setup.allowed, setup.ready))
         let response = setup.send()
         #expect(response.status == 401 && response.json["error_description"] as? String == "the request signature does not verify")
+        #expect(response.header("WWW-Authenticate") == "PlatformSSO")
         #expect(setup.harness.platformSSO.committed.isEmpty)
     }
 
@@ -113,6 +115,7 @@ struct PlatformSSORouteTests {
         let response = setup.send()
         #expect(response.status == status && response.json["error"] as? String == error)
         #expect(response.json["error_description"] as? String == description)
+        #expect(response.header("WWW-Authenticate") == (status == 401 ? "PlatformSSO" : nil))
         #expect(response.header("X-RateLimit-Remaining") == "7")
         let outcome = refusal.answer.outcome.rawValue
         #expect(setup.harness.metrics.counters["attestgate_psso_refreshes_total{tenant=\"\(RouterHarness.appID)\",outcome=\"\(outcome)\"}"] == 1)

@@ -19,6 +19,15 @@ struct FormTests {
         ("n%C3%A4me=v%E2%82%AC", ["näme": "v€"]),
         ("a==b", ["a": "=b"]),
         ("x.y-z_~*=a.b.c", ["x.y-z_~*": "a.b.c"]),
+        // Split as the WHATWG URL Standard (5.1) splits: empty pieces skipped, a piece without
+        // = a name with an empty value (stop 34, independent interop sweep: these were 400).
+        ("a=1&&b=2", ["a": "1", "b": "2"]),
+        ("&a=1", ["a": "1"]),
+        ("a=1&", ["a": "1"]),
+        ("&", [:]),
+        ("a", ["a": ""]),
+        ("grant_type=srv_challenge&flag", ["grant_type": "srv_challenge", "flag": ""]),
+        ("=1", ["": "1"]),
     ] as [(String, [String: String])])
     func accepted(body: String, fields: [String: String]) throws {
         #expect(try form(body).fields == fields)
@@ -27,11 +36,8 @@ struct FormTests {
     @Test("malformed bodies are refused with a reason", arguments: [
         ("a=1&a=2", "field a given more than once"),
         ("a=1&%61=2", "field a given more than once"),
-        ("a=1&&b=2", "empty field (a stray &)"),
-        ("&a=1", "empty field (a stray &)"),
-        ("a=1&", "empty field (a stray &)"),
-        ("a", "field without ="),
-        ("=1", "field with an empty name"),
+        ("a&a=", "field a given more than once"),
+        ("a%=1", "% not followed by two hex digits"),
         ("a=%", "% not followed by two hex digits"),
         ("a=%4", "% not followed by two hex digits"),
         ("a=%4g", "% not followed by two hex digits"),

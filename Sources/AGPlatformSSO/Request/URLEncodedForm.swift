@@ -9,13 +9,15 @@ public struct FormError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { reason }
 }
 
-/// An `application/x-www-form-urlencoded` body, parsed strictly.
+/// An `application/x-www-form-urlencoded` body.
 ///
-/// `name=value` pairs joined by `&`; `+` is a space and `%XX` (two hex digits, either case) a
-/// byte; the decoded names and values must be UTF-8. Refused rather than guessed: a `%` not
-/// followed by two hex digits, a pair without `=`, an empty name, an empty pair (`&&`, a
-/// leading or trailing `&`), raw spaces, control or non-ASCII bytes, a name given twice (so a
-/// proxy and the gateway can never read different values), and more than `maximumFields` pairs.
+/// `name=value` pairs joined by `&`, split as the WHATWG URL Standard (section 5.1) splits
+/// them: empty pieces (`&&`, a leading or trailing `&`) are skipped, a piece without `=` is a
+/// name with an empty value. `+` is a space and `%XX` (two hex digits, either case) a byte; the
+/// decoded names and values must be UTF-8. Refused rather than guessed where the standard
+/// guesses: a `%` not followed by two hex digits (kept as it stands there), raw spaces, control
+/// or non-ASCII bytes; and a name given twice (so a proxy and the gateway can never read
+/// different values), and more than `maximumFields` pairs.
 public struct URLEncodedForm: Sendable, Equatable {
     /// Every field by decoded name.
     public let fields: [String: String]
@@ -36,15 +38,13 @@ public struct URLEncodedForm: Sendable, Equatable {
                 if equals == nil, body[end] == UInt8(ascii: "=") { equals = end }
                 end += 1
             }
-            guard end > start else { throw FormError("empty field (a stray &)") }
+            defer { start = end + 1 }
+            guard end > start else { continue }
             guard fields.count < maximumFields else { throw FormError("more than \(maximumFields) fields") }
-            guard let equals else { throw FormError("field without =") }
-            let name = try Self.decode(body, start..<equals)
-            guard !name.isEmpty else { throw FormError("field with an empty name") }
-            let value = try Self.decode(body, equals + 1..<end)
+            let name = try Self.decode(body, start..<(equals ?? end))
+            let value = try equals.map { equals throws(FormError) in try Self.decode(body, equals + 1..<end) } ?? ""
             guard fields[name] == nil else { throw FormError("field \(name) given more than once") }
             fields[name] = value
-            start = end + 1
         }
         self.fields = fields
     }

@@ -139,6 +139,7 @@ struct PlatformSSOAdminTests {
         #expect(deleted.status == 200 && deleted.json["deleted"] as? Bool == true)
         let (gone, _) = try sso.refresh(mac, token: fresh)
         #expect(gone.status == 401 && gone.json["error_description"] as? String == "device unknown")
+        #expect(gone.header("WWW-Authenticate") == "PlatformSSO", "RFC 9110 section 15.5.2: a 401 carries a challenge")
         #expect(try sso.gateway.admin("GET", path).status == 404)
     }
 

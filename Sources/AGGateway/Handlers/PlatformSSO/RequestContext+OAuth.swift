@@ -6,11 +6,15 @@ import AGPolicy
 extension RequestContext {
     /// Answers an OAuth error (`{"error","error_description","requestId"}`, the Platform SSO
     /// endpoints' format) through the same path as every other answer: `X-Request-ID`,
-    /// `Cache-Control: no-store`, the extra headers, metrics and the access-log line.
+    /// `Cache-Control: no-store`, the extra headers, metrics and the access-log line. A 401
+    /// carries `WWW-Authenticate: PlatformSSO` (RFC 9110 section 15.5.2: a 401 MUST carry a
+    /// challenge; a scheme of its own, as App Attest's 401s have theirs, so that no HTTP client
+    /// library takes it for one it answers by itself, as Basic or Negotiate would be).
     func fail(_ error: OAuthError, headers extra: HTTPHeaders = HTTPHeaders()) {
         errorCode = error.code
         var headers = extra
         if let retryAfter = error.retryAfter { headers.add("Retry-After", String(retryAfter)) }
+        if error.status == 401 { headers.add("WWW-Authenticate", "PlatformSSO") }
         respond(status: error.status, body: error.body(requestID: requestID.description), contentType: "application/json", headers: headers)
     }
 
