@@ -80,6 +80,29 @@ public struct ServerConfig: Sendable, Hashable {
     public func trusts(peer: String) -> Bool {
         !trustedProxies.isEmpty && (IPAddress(peer).map(trusts) ?? false)
     }
+
+    /// The client's address for per-IP limits: `peer`, or, when `peer` is a trusted proxy, the
+    /// nearest untrusted address of `X-Forwarded-For` (`forwardedFor`: its field lines in
+    /// order). The list is walked from the right — each trusted hop appended the address it
+    /// saw — over addresses and `address:port` / `[v6]:port` entries, skipping empty list
+    /// elements (RFC 9110 section 5.6.1). An entry that is no address ends the walk at the hop
+    /// that wrote it (the nearest address known, as nginx's realip does): never an entry further
+    /// left, which the client itself may have written.
+    public func clientAddress(peer: IPAddress, forwardedFor: [String]) -> IPAddress {
+        guard trusts(peer) else { return peer }
+        var nearest = peer
+        for line in forwardedFor.reversed() {
+            for element in line.split(separator: ",", omittingEmptySubsequences: false).reversed() {
+                var entry = element.drop { $0 == " " || $0 == "\t" }
+                while entry.last == " " || entry.last == "\t" { entry.removeLast() }
+                guard !entry.isEmpty else { continue }
+                guard let address = IPAddress(forwardedEntry: entry) else { return nearest }
+                guard trusts(address) else { return address }
+                nearest = address
+            }
+        }
+        return nearest
+    }
 }
 
 /// `server.timeouts`.

@@ -15,6 +15,28 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// An `X-Forwarded-For` entry: an address, `a.b.c.d:port`, `[v6]` or `[v6]:port` (proxies
+    /// write all four); `nil` for anything else (`unknown`, obfuscated identifiers, junk).
+    public init?(forwardedEntry entry: Substring) {
+        var host = entry
+        if entry.first == "[" {
+            guard let close = entry.firstIndex(of: "]") else { return nil }
+            guard Self.isPortSuffix(entry[entry.index(after: close)...]) else { return nil }
+            host = entry[entry.index(after: entry.startIndex)..<close]
+            guard host.contains(":") else { return nil }
+        } else if let colon = entry.firstIndex(of: ":"), entry[entry.index(after: colon)...].firstIndex(of: ":") == nil {
+            guard Self.isPortSuffix(entry[colon...]) else { return nil }
+            host = entry[..<colon]
+        }
+        guard let address = IPAddress(String(host)) else { return nil }
+        self = address
+    }
+
+    /// Empty, or `:` and one to five digits.
+    private static func isPortSuffix(_ text: Substring) -> Bool {
+        text.isEmpty || (text.first == ":" && (2...6).contains(text.count) && text.dropFirst().allSatisfy { $0.isASCII && $0.isNumber })
+    }
+
     /// Width in bits: 32 or 128.
     public var bitWidth: Int {
         switch self {

@@ -57,3 +57,48 @@ import Testing
         #expect(!plain.gateway.server.trusts(peer: "10.1.2.3"))
     }
 }
+
+/// Which address of `X-Forwarded-For` the per-IP buckets use behind a trusted proxy (stop 34,
+/// independent sweep: entries that were no bare address were dropped before the walk, so a
+/// proxy writing `ip:port` or `unknown` let the client's own entry further left be taken).
+@Suite struct ForwardedClientAddressTests {
+    static let peer = IPAddress("10.0.0.5")!
+
+    static func client(_ lines: [String], peer: IPAddress = peer) throws -> String {
+        let (_, config) = try ConfigDefaultsTests.loadMinimal(
+            gateway: ConfigFixture.minimalGateway + "server:\n  trusted_proxies: [10.0.0.0/8, \"2001:db8::/32\"]\n")
+        return config.gateway.server.clientAddress(peer: peer, forwardedFor: lines).description
+    }
+
+    @Test("the nearest untrusted entry, read from the right", arguments: [
+        (["203.0.113.7"], "203.0.113.7"),
+        (["198.51.100.1, 203.0.113.7"], "203.0.113.7"),
+        (["198.51.100.1, 203.0.113.7, 10.1.1.1"], "203.0.113.7"),
+        (["198.51.100.1", "203.0.113.7, 10.1.1.1"], "203.0.113.7"),
+        // Proxies that write the port, IPv6 in brackets, or both.
+        (["198.51.100.1, 203.0.113.7:8080"], "203.0.113.7"),
+        (["198.51.100.1, [2001:db9::7]:443"], "2001:db9::7"),
+        (["198.51.100.1, [2001:db9::7]"], "2001:db9::7"),
+        (["198.51.100.1,2001:db9::7"], "2001:db9::7"),
+        // Empty list elements are no entries (RFC 9110 section 5.6.1).
+        (["198.51.100.1, , 203.0.113.7 ,"], "203.0.113.7"),
+        // An entry that is no address stops the walk at the hop that wrote it.
+        (["198.51.100.1, unknown"], "10.0.0.5"),
+        (["198.51.100.1, garbage, 10.1.1.1"], "10.1.1.1"),
+        (["198.51.100.1", "garbage"], "10.0.0.5"),
+        (["198.51.100.1, 203.0.113.7:99999x"], "10.0.0.5"),
+        (["198.51.100.1, 203.0.113.7:"], "10.0.0.5"),
+        (["198.51.100.1, [203.0.113.7]:80"], "10.0.0.5"),
+        (["198.51.100.1, 2001:db9::7:80:1:2:3:4:5"], "10.0.0.5"),
+        // Every entry trusted: the farthest.
+        (["10.9.9.9, 10.1.1.1"], "10.9.9.9"),
+        ([], "10.0.0.5"),
+    ])
+    func chosen(lines: [String], expected: String) throws {
+        #expect(try Self.client(lines) == expected)
+    }
+
+    @Test func anUntrustedPeerIsTheClient() throws {
+        #expect(try Self.client(["203.0.113.7"], peer: IPAddress("192.0.2.1")!) == "192.0.2.1")
+    }
+}

@@ -8,15 +8,13 @@ extension RequestContext {
         services.tiers.effectiveTier(for: tenant, in: snapshot)
     }
 
-    /// The client's address: the socket peer, or the last address of `X-Forwarded-For` that
-    /// is not a trusted proxy when the peer itself is one (`server.trusted_proxies`).
+    /// The client's address: the socket peer, or the nearest untrusted address of
+    /// `X-Forwarded-For` when the peer itself is a trusted proxy (`ServerConfig.clientAddress`).
     var clientIP: IPAddress {
         let peer = IPAddress(request.remoteAddress) ?? .v4(0)
         let server = snapshot.gateway.server
         guard server.trusts(peer) else { return peer }
-        let chain = request.headers.values("X-Forwarded-For").flatMap { $0.split(separator: ",") }
-            .compactMap { IPAddress(String($0.trimmingASCIISpaces())) }
-        return chain.last { !server.trusts($0) } ?? chain.first ?? peer
+        return server.clientAddress(peer: peer, forwardedFor: request.headers.values("X-Forwarded-For"))
     }
 
     /// Takes a token from every bucket of `route`; answers 429 `rate_limited` or 503 itself,

@@ -127,6 +127,10 @@ extension ConfigKeyEffects {
             let probe = try KeyProbe(gatewayYAML: KeyProbe.server("  trusted_proxies: [127.0.0.1/32]\n"))
             #expect(try probe.challenge(extraHeaders: [("X-Forwarded-For", "203.0.113.77")]).status == 200)
             #expect(try RedisCLI.run(probe.gateway.redisURL, "EXISTS", "ag:ip:{203.0.113.77}:rl:challenge") == "1")
+            // A proxy that writes the port: its entry, not the client's own one to the left.
+            #expect(try probe.challenge(extraHeaders: [("X-Forwarded-For", "198.51.100.79, 203.0.113.79:8080")]).status == 200)
+            #expect(try RedisCLI.run(probe.gateway.redisURL, "EXISTS", "ag:ip:{203.0.113.79}:rl:challenge") == "1")
+            #expect(try RedisCLI.run(probe.gateway.redisURL, "EXISTS", "ag:ip:{198.51.100.79}:rl:challenge") == "0")
             let untrusted = try KeyProbe()
             #expect(try untrusted.challenge(extraHeaders: [("X-Forwarded-For", "203.0.113.78")]).status == 200)
             #expect(try RedisCLI.run(untrusted.gateway.redisURL, "EXISTS", "ag:ip:{203.0.113.78}:rl:challenge") == "0")
