@@ -203,6 +203,33 @@ import Testing
         #expect(String(decoding: checked.output, as: UTF8.self).contains("gateway.yaml:\(tlsLine): server.tls.cert: certificate chain"))
     }
 
+    /// An encrypted key (PKCS#8 or a traditional EC key) is refused and said to be one — never
+    /// a pass phrase asked on the terminal (stop 34, independent TLS sweep: OpenSSL's default
+    /// callback prompted on a controlling terminal and blocked check-config, the start, or a
+    /// reload's control thread, and SIGTERM behind it).
+    @Test func anEncryptedKeyIsRefusedWithoutAPrompt() throws {
+        let (_, files) = try Self.certificate()
+        let config = try TestConfigDirectory(tenants: [:], gatewayYAML: Self.tlsServer(), files: files)
+        let yaml = try TestFile.text(config.gatewayPath)
+        let tlsLine = try #require(yaml.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains("tls:") }) + 1
+        let plain = config.directory + "/server-key.pem"
+        for (name, command) in [("pkcs8-encrypted.pem", ["pkey", "-aes256"]), ("ec-encrypted.pem", ["ec", "-aes256"])] {
+            let made = try runProgram("/usr/bin/openssl", command + ["-in", plain, "-passout", "pass:secret", "-out", config.directory + "/" + name],
+                                      mergingErrors: true)
+            #expect(made.status == 0, "\(String(decoding: made.output, as: UTF8.self))")
+            try yaml.replacingOccurrences(of: "key: server-key.pem", with: "key: \(name)").write(toFile: config.gatewayPath, atomically: true, encoding: .utf8)
+            #expect(GatewaySnapshot.check(path: config.gatewayPath) == [
+                "\(config.gatewayPath):\(tlsLine): server.tls.key: private key \"\(config.directory)/\(name)\": an encrypted private key: pass phrases are not supported (decrypt it with openssl pkey)",
+            ])
+            // With a terminal (script(1) gives it one), check-config still answers at once.
+            let checked = try runProgram("/usr/bin/timeout", ["20", "/usr/bin/script", "-qec",
+                                                              "\(TestGateway.builtProductPath("attestgate")) check-config \(config.gatewayPath)", "/dev/null"],
+                                         mergingErrors: true)
+            let output = String(decoding: checked.output, as: UTF8.self)
+            #expect(checked.status == 1 && output.contains("an encrypted private key") && !output.contains("pass phrase:"), "\(checked.status): \(output)")
+        }
+    }
+
     @Test func aReloadWithABadCertificateKeepsServingTheOldOne() throws {
         let (first, files) = try Self.certificate()
         let gateway = try TestGateway(tenants: [:], gatewayYAML: Self.tlsServer(), files: files)

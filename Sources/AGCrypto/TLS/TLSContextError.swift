@@ -33,6 +33,13 @@ public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertib
         return TLSContextError(input: .privateKey, reason: "the private key does not match the certificate")
     }
 
+    /// An encrypted key file: OpenSSL's reason ("interrupted or cancelled", the refusing pass
+    /// phrase callback's) would mislead; the queue is cleared.
+    static var encryptedKey: TLSContextError {
+        ERR_clear_error()
+        return TLSContextError(input: .privateKey, reason: "an encrypted private key: pass phrases are not supported (decrypt it with openssl pkey)")
+    }
+
     /// `reason` followed by OpenSSL's text for the oldest queued error; the queue is cleared.
     static func openSSL(_ input: Input, _ reason: String) -> TLSContextError {
         let code = ERR_get_error()
@@ -86,6 +93,10 @@ enum TLSContextSettings {
                                             | ag_ssl_op_ignore_unexpected_eof))
         // Idle keep-alive connections then hold no read/write buffers (~34 KiB each otherwise).
         _ = ag_ssl_ctx_set_mode(context, Int(SSL_MODE_RELEASE_BUFFERS))
+        // An encrypted key file is refused: OpenSSL's default callback would ask for a pass
+        // phrase on the controlling terminal and block the thread that loads it (a reload then
+        // never ends, and SIGTERM waits behind it).
+        SSL_CTX_set_default_passwd_cb(context) { _, _, _, _ in -1 }
         return context
     }
 }

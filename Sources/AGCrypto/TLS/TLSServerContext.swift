@@ -33,7 +33,9 @@ public final class TLSServerContext: @unchecked Sendable {
         guard SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM) == 1 else {
             // OpenSSL checks the pair while loading the key: tell a wrong key from a broken file.
             let mismatch = [ERR_peek_error(), ERR_peek_last_error()].contains { ag_err_get_reason($0) == X509_R_KEY_VALUES_MISMATCH }
-            let error = mismatch ? TLSContextError.keyMismatch : TLSContextError.openSSL(.privateKey, "not a PEM private key")
+            let error = mismatch ? TLSContextError.keyMismatch
+                : Self.isEncrypted(privateKeyFile) ? TLSContextError.encryptedKey
+                : TLSContextError.openSSL(.privateKey, "not a PEM private key")
             SSL_CTX_free(context)
             throw error
         }
@@ -57,6 +59,17 @@ public final class TLSServerContext: @unchecked Sendable {
     }
 
     deinit { SSL_CTX_free(pointer) }
+
+    /// Whether a PEM key file is encrypted (PKCS#8 `ENCRYPTED PRIVATE KEY`, or a traditional
+    /// key with `Proc-Type: 4,ENCRYPTED`), read only to word the refusal.
+    static func isEncrypted(_ path: String) -> Bool {
+        guard let file = fopen(path, "r") else { return false }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = fread(&buffer, 1, buffer.count - 1, file)
+        let text = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || text.contains("Proc-Type: 4,ENCRYPTED")
+    }
 
     /// A new `SSL` in server mode for one accepted connection, or nil when OpenSSL is out of
     /// memory. The caller hands it to a bufferevent that frees it.
