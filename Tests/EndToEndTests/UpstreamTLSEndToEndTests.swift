@@ -168,6 +168,9 @@ struct UpstreamTLSEndToEndTests {
             (try ca.issueTLSServerCertificate(dnsNames: ["*.svc.test"]), nil),
             (try ca.issueTLSServerCertificate(dnsNames: ["ap*.svc.test"]), "hostname mismatch"),
             (try ca.issueTLSServerCertificate(dnsNames: ["*.test"]), "hostname mismatch"),
+            // The name only in the subject's CN, no DNS subjectAltName (RFC 9525 section 6.3: not
+            // matched; stop 34, independent TLS sweep: OpenSSL's fallback had accepted it).
+            (try ca.issueTLSServerCertificate(dnsNames: [], ipAddresses: ["192.0.2.1"], commonName: "api.svc.test"), "hostname mismatch"),
             (try ca.issueTLSServerCertificate(dnsNames: ["api.svc.test"], validDays: 2, now: Date().addingTimeInterval(-5 * 86_400)),
              "certificate has expired"),
         ]

@@ -52,7 +52,7 @@ public final class TLSClientContext: @unchecked Sendable {
 
     /// A new `SSL` in client mode for a connection to `host` (a DNS name, or an IP literal
     /// without brackets), or nil when OpenSSL refuses. A name is sent as SNI and must match the
-    /// certificate's DNS names (no partial wildcards); an IP literal is not sent as SNI
+    /// certificate's DNS names (no partial wildcards, never the subject's common name); an IP literal is not sent as SNI
     /// (RFC 6066 forbids it) and must match an IP address entry. The caller hands it to a
     /// bufferevent that frees it.
     package func makeConnection(host: String) -> OpaquePointer? {
@@ -61,7 +61,9 @@ public final class TLSClientContext: @unchecked Sendable {
         if host.contains(":") || host.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) }) {
             configured = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(connection), host) == 1
         } else {
-            SSL_set_hostflags(connection, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
+            // Never the subject's CN in place of DNS names (RFC 9525 section 6.3; OpenSSL falls
+            // back to it for a certificate without a DNS subjectAltName).
+            SSL_set_hostflags(connection, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
             configured = ag_ssl_set_tlsext_host_name(connection, host) == 1 && SSL_set1_host(connection, host) == 1
         }
         guard configured else {
