@@ -97,6 +97,8 @@ struct DeviceClientTests {
             (device.keyIDForPath, #"{"publicKey":"\#(publicKey)","counter":-1}"#, 400, "bad_request"),
             (device.keyIDForPath, #"{"publicKey":"\#(publicKey)","environment":"staging"}"#, 400, "bad_request"),
             (device.keyIDForPath, "not json", 400, "bad_request"),
+            // An unknown member (a misspelt environment) is refused, not dropped (stop 34, sweep).
+            (device.keyIDForPath, #"{"publicKey":"\#(publicKey)","enviroment":"development"}"#, 400, "bad_request"),
         ]
         for (keyID, body, status, code) in cases {
             let response = try gateway.admin("PUT", "/admin/v1/tenants/\(appID)/keys/\(keyID)", json: body)
@@ -117,6 +119,29 @@ struct DeviceClientTests {
         #expect(badSubject.code == "bad_request")
         let notObject = try gateway.admin("PUT", "/admin/v1/tenants/\(appID)/subjects/\(UUID().uuidString)/subscription", json: "[1]")
         #expect(notObject.code == "bad_request")
+        // Refused, each with its reason and nothing stored (stop 34, independent admin sweep):
+        // an integer past 64 bits (it was stored as a double), JSON that does not parse (it was
+        // "must be a JSON object"), and a subscription too large for the tokens that carry it
+        // (a 20 KB one was stored and its tokens refused by the listener: 431).
+        let subject = UUID().uuidString
+        let path = "/admin/v1/tenants/\(appID)/subjects/\(subject)/subscription"
+        let refusals: [(String, String)] = [
+            (#"{"n":12345678901234567890123}"#, "integer beyond 64 bits"),
+            (#"{"a":[1,{"b":-99999999999999999999}]}"#, "integer beyond 64 bits"),
+            (#"{"a":1,"a":2}"#, "duplicate member name"),
+            (#"{"a":1e400}"#, "not JSON"),
+            ("{\"plan\":\"\(String(repeating: "x", count: 4100))\"}", "at most 4096"),
+        ]
+        for (body, reason) in refusals {
+            let refused = try gateway.admin("PUT", path, json: body)
+            #expect(refused.status == 400 && refused.code == "bad_request", "\(body.prefix(60))")
+            #expect(refused.text.contains(reason), "\(reason): \(refused.text)")
+        }
+        // A number that fits, a double and a subscription of exactly 4096 bytes are stored as written.
+        let fits = "{\"n\":9223372036854775807,\"f\":1.5,\"plan\":\"\(String(repeating: "x", count: 4096 - 43))\"}"
+        let stored = try gateway.admin("PUT", path, json: fits)
+        #expect(stored.status == 200, "\(stored.text)")
+        #expect(stored.text.contains("9223372036854775807"), "\(stored.text.prefix(100))")
     }
 
     /// The benchmark's load generator with more connections than threads: each thread waits on

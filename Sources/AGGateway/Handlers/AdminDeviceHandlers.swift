@@ -20,7 +20,8 @@ enum AdminDeviceHandlers {
     static let keyIDInvalid = GatewayError(status: 400, code: "key_id_invalid",
                                            message: "keyId must be the base64 SHA-256 of the device's public key")
 
-    /// `PUT …/keys/{keyId}` `{"publicKey": PEM or base64 X9.63, "counter": 0, "environment"?}`.
+    /// `PUT …/keys/{keyId}` `{"publicKey": PEM or base64 X9.63, "counter"?: 0, "environment"?}`;
+    /// any other member is refused (a misspelt `environment` would otherwise be dropped unsaid).
     static func importKey(_ context: RequestContext, tenant: Tenant, keyID: String) {
         context.request.collectBody(limit: context.snapshot.gateway.server.maxBodyBytes) { result in
             guard case .success(let body) = result else {
@@ -29,6 +30,10 @@ enum AdminDeviceHandlers {
             }
             guard case .object(let fields)? = try? JSONValue(parsing: body), case .string(let keyText)? = fields["publicKey"] else {
                 context.fail(.badRequest("body must be a JSON object with publicKey"))
+                return
+            }
+            if let unknown = fields.keys.sorted().first(where: { !["publicKey", "counter", "environment"].contains($0) }) {
+                context.fail(.badRequest("unknown member \(unknown); expected publicKey, counter and environment"))
                 return
             }
             let publicKey: P256.PublicKey
@@ -120,19 +125,44 @@ enum AdminDeviceHandlers {
         }
     }
 
+    /// The largest subscription, serialized: every token of the subject carries it, in the
+    /// `Authorization` field of each request (a head is at most 16 KiB here, and 8 KiB per
+    /// line by nginx's default) and in `X-Attest-Claims` to the upstream.
+    static let maximumSubscriptionBytes = 4096
+
     /// `PUT …/subjects/{subjectId}/subscription`: any JSON object, carried in the next tokens;
-    /// members without a value (null) are left out, as tokens omit them.
+    /// members without a value (null) are left out, as tokens omit them. Refused: JSON that
+    /// does not parse (with the parser's reason), a number that would not stay as written (an
+    /// integer beyond 64 bits, read as a double), and an object over
+    /// `maximumSubscriptionBytes` serialized.
     static func setSubscription(_ context: RequestContext, tenant: Tenant, subjectID: Substring) {
         guard let uuid = UUID(uuidString: String(subjectID)) else {
             context.fail(.badRequest("subjectId must be a UUID"))
             return
         }
         context.request.collectBody(limit: context.snapshot.gateway.server.maxBodyBytes) { result in
-            guard case .success(let body) = result, let value = try? JSONValue(parsing: body), case .object = value else {
+            guard case .success(let body) = result else {
+                context.fail(.badRequest("unreadable or too large request body"))
+                return
+            }
+            let value: JSONValue
+            do { value = try JSONValue(parsing: body) } catch {
+                context.fail(.badRequest("the subscription is not JSON: \(error)"))
+                return
+            }
+            guard case .object = value else {
                 context.fail(.badRequest("the subscription must be a JSON object"))
                 return
             }
+            guard !value.containsInexactInteger else {
+                context.fail(.badRequest("the subscription has an integer beyond 64 bits, which would not stay as written; send it as a string"))
+                return
+            }
             let json = value.withoutNullMembers.serializedString()
+            guard json.utf8.count <= maximumSubscriptionBytes else {
+                context.fail(.badRequest("the subscription is \(json.utf8.count) bytes serialized; at most \(maximumSubscriptionBytes) (every token carries it in request heads)"))
+                return
+            }
             context.services.deviceAdmin.setSubscription(tenant: tenant, subjectID: uuid.uuidString.lowercased(), json: json) { result in
                 if case .failure(let error) = result { return context.storeFailed(error) }
                 context.respond(status: 200, json: "{\"subjectId\":\"\(uuid.uuidString.lowercased())\",\"subscription\":\(json)}")
@@ -175,6 +205,19 @@ enum AdminDeviceHandlers {
                 json.add("exceeded", false)
             }
             context.respond(status: 200, json: json.finished())
+        }
+    }
+}
+
+private extension JSONValue {
+    /// Whether a number somewhere in it is integral and beyond `Int64`: the parser keeps such
+    /// a literal as a double (`12345678901234567890123` → `1.2345678901234568e+22`).
+    var containsInexactInteger: Bool {
+        switch self {
+        case .double(let number): number.isFinite && number.rounded() == number && Int64(exactly: number) == nil
+        case .array(let items): items.contains { $0.containsInexactInteger }
+        case .object(let members): members.values.contains { $0.containsInexactInteger }
+        default: false
         }
     }
 }
