@@ -244,4 +244,30 @@ struct RateLimitEndToEndTests {
         #expect(numbers(second) == ["attest": 10, "challenge": 20, "api": 5, "mad_limit": 40], "challenge is the file's again")
         #expect(try a.send("GET", "/api/v1/attestation/challenge", headers: headers).header("X-RateLimit-Limit") == "20")
     }
+
+    /// Runtime numbers for part of a file tier that then leaves the file make no tier; they are
+    /// listed apart, so that they can be seen and removed before the tier comes back and they
+    /// apply again (stop 34, independent admin sweep: they were invisible).
+    @Test func runtimeNumbersOfATierGoneFromTheFileAreListedAndRemovable() throws {
+        let spare = "spare-\(teamID.lowercased())"
+        let kept = "kept-\(teamID.lowercased())"
+        let a = try TestGateway(tenants: ["a.yaml": TestGateway.tenantYAML(teamID: teamID, tier: kept)],
+                                gatewayYAML: "tiers:\n  \(kept): { attest: 10, challenge: 20, api: 30, mad_limit: 40 }\n"
+                                    + "  \(spare): { attest: 10, challenge: 20, api: 30, mad_limit: 40 }\n")
+        defer { a.stop() }
+        #expect(try a.admin("PUT", "/admin/v1/tiers/\(spare)", json: #"{"api": 5}"#).status == 200)
+        #expect((try a.admin("GET", "/admin/v1/tiers").json["runtimeWithoutTier"] as? [String: Any])?[spare] == nil)
+        let path = a.directory + "/gateway.yaml"
+        let yaml = try TestFile.text(path)
+        try yaml.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains(spare) }.joined(separator: "\n")
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try a.admin("POST", "/admin/v1/reload").status == 200)
+        let listed = try a.admin("GET", "/admin/v1/tiers")
+        #expect((listed.json["tiers"] as? [String: Any])?[spare] == nil)
+        #expect(((listed.json["runtimeWithoutTier"] as? [String: Any])?[spare] as? [String: Any])?["api"] as? Int == 5, "\(listed.text)")
+        let removed = try a.admin("DELETE", "/admin/v1/tiers/\(spare)")
+        #expect(removed.status == 200 && removed.json["removed"] as? Bool == true)
+        // (Other tests' runtime tiers share this Redis, and may be listed here too.)
+        #expect((try a.admin("GET", "/admin/v1/tiers").json["runtimeWithoutTier"] as? [String: Any])?[spare] == nil)
+    }
 }

@@ -98,7 +98,10 @@ enum AdminTenantHandlers {
             }
             members[name] = entry
         }
-        context.respond(status: 200, body: JSONValue.object(["tiers": .object(members)]).serialized(), contentType: "application/json")
+        var answer: [String: JSONValue] = ["tiers": .object(members)]
+        let orphaned = context.services.tiers.runtimeNumbersWithoutTier(fileTiers: context.snapshot.gateway.tiers)
+        if !orphaned.isEmpty { answer["runtimeWithoutTier"] = .object(orphaned.mapValues { $0.jsonValue }) }
+        context.respond(status: 200, body: JSONValue.object(answer).serialized(), contentType: "application/json")
     }
 
     /// `PUT /admin/v1/tiers/{name}` `{"attest", "challenge", "api", "mad_limit"}` (a file tier

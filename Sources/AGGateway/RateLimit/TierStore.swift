@@ -103,6 +103,15 @@ public final class TierStore: Sendable {
         }
     }
 
+    /// Runtime numbers that make no tier: a subset of a tier's numbers (`PUT` on a file tier)
+    /// whose tier is no longer in the file. They apply again if the tier comes back; the admin
+    /// API lists them so that they can be seen and removed.
+    public func runtimeNumbersWithoutTier(fileTiers: [String: RateTier]) -> [String: TierNumbers] {
+        state.withLock { overrides in
+            overrides.tierNumbers.filter { Self.resolve($0.key, overrides, fileTiers) == nil }
+        }
+    }
+
     /// The tenant overrides (App ID → tier name) naming a tier that exists neither in
     /// `fileTiers` nor at runtime: ignored, so each is worth a warning.
     public func overridesNamingNoTier(fileTiers: [String: RateTier]) -> [(appID: String, tier: String)] {

@@ -16,6 +16,8 @@ protocol TierAdministration: AnyObject {
                  completion: @escaping (Result<RateTier, TierChangeError>) -> Void)
     func clearTier(name: String, completion: @escaping (Result<Bool, TierChangeError>) -> Void)
     func runtimeNumbers(tier name: String) -> TierNumbers?
+    /// Runtime numbers whose tier no longer exists (`TierStore.runtimeNumbersWithoutTier`).
+    func runtimeNumbersWithoutTier(fileTiers: [String: RateTier]) -> [String: TierNumbers]
 }
 
 extension TierAdministration {
@@ -74,6 +76,10 @@ final class RedisTierAdministration: TierAdministration {
 
     func runtimeNumbers(tier name: String) -> TierNumbers? {
         store.runtimeNumbers(tier: name)
+    }
+
+    func runtimeNumbersWithoutTier(fileTiers: [String: RateTier]) -> [String: TierNumbers] {
+        store.runtimeNumbersWithoutTier(fileTiers: fileTiers)
     }
 }
 

@@ -201,6 +201,7 @@ final class FakeTiers: TierAdministration {
     }
 
     func runtimeNumbers(tier name: String) -> TierNumbers? { nil }
+    func runtimeNumbersWithoutTier(fileTiers: [String: RateTier]) -> [String: TierNumbers] { [:] }
 }
 
 final class FakeRevocations: RevocationState {
