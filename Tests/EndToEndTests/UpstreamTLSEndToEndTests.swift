@@ -148,6 +148,31 @@ struct UpstreamTLSEndToEndTests {
         #expect(eventually { setup.loggedReason().contains("hostname mismatch") }, "\(setup.loggedReason())")
     }
 
+    /// A response whose body ends with the connection is whole only when the upstream ended
+    /// its TLS session with close_notify (RFC 9112 section 9.8); cut without it, the client gets
+    /// it cut — its chunked copy without the last chunk — and the failure is counted (stop 34,
+    /// independent TLS sweep: it was passed on as complete, which a forged FIN could exploit).
+    @Test func aBodyEndedByTheConnectionIsWholeOnlyAfterCloseNotify() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { setup.gateway.stop() }
+        func fetch(_ how: String) throws -> String {
+            let socket = try RawTestSocket(port: setup.gateway.port)
+            socket.send("GET /public/until-close/\(how)/5000 HTTP/1.1\r\nHost: gw\r\nX-Team-ID: \(setup.teamID)\r\n"
+                        + "X-Bundle-ID: com.example.app\r\n\r\n")
+            return String(decoding: socket.readUntilClose(timeout: .seconds(10)).bytes, as: UTF8.self)
+        }
+        let whole = try fetch("notify")
+        #expect(whole.hasPrefix("HTTP/1.1 200") && whole.hasSuffix("\r\n0\r\n\r\n") && whole.contains(String(repeating: "x", count: 1000)),
+                "\(whole.prefix(300))")
+        let cut = try fetch("cut")
+        #expect(cut.hasPrefix("HTTP/1.1 200") && cut.contains(String(repeating: "x", count: 1000)), "\(cut.prefix(300))")
+        #expect(!cut.hasSuffix("\r\n0\r\n\r\n"), "a cut body is not ended as a whole one: \(cut.suffix(40))")
+        let series = "attestgate_upstream_errors_total{tenant=\"\(setup.teamID).com.example.app\",error=\"connection_reset\"} 1"
+        #expect(try eventually { try setup.gateway.admin("GET", "/metrics").text.contains(series) })
+    }
+
     @Test func aCertificateThatDoesNotChainToUpstreamCAIsRefused() async throws {
         let trusted = try TestCertificateAuthority.generate(commonName: "attestgate Trusted CA")
         let other = try TestCertificateAuthority.generate(commonName: "attestgate Other CA")

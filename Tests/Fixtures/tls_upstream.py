@@ -6,7 +6,10 @@ Usage: tls_upstream.py CERT_CHAIN KEY BIND_ADDRESS PORT_FILE EVENT_LOG
 
 Listens on BIND_ADDRESS (port chosen by the kernel, written to PORT_FILE once listening) and
 serves HTTP/1.1 with keep-alive over TLS: every request is answered 200 with the JSON
-{"target", "connection", "sni", "received" (request body bytes)}, except …/big/N: N bytes "x".
+{"target", "connection", "sni", "received" (request body bytes)}, except …/big/N: N bytes "x",
+and …/until-close/notify/N and …/until-close/cut/N: N bytes "x" in a body without framing (it
+ends with the connection), the TLS session closed with close_notify, or the TCP connection cut
+without it (RFC 9112 section 9.8: only the first is a complete response).
 EVENT_LOG gets one JSON line per event, so a test can count what the gateway did on the wire:
   {"event": "accept", "connection": N}                       a TCP connection was accepted
   {"event": "handshake", "connection": N, "sni": name|null}  its TLS handshake completed
@@ -63,6 +66,15 @@ def serve(raw, number, context, log):
             received = len(reader.read(length)) if length else 0
             log_event(log, event="request", connection=number, method=method, target=target,
                       host=headers.get("host"), received=received)
+            if "/until-close/" in target:
+                how, count = target.rsplit("/until-close/", 1)[1].split("/")
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n" + b"x" * int(count))
+                if how == "notify":
+                    try:
+                        tls.unwrap()
+                    except (ssl.SSLError, OSError):
+                        pass
+                return
             if "/big/" in target:
                 body = b"x" * int(target.rsplit("/big/", 1)[1])
             else:

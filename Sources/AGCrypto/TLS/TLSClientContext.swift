@@ -20,6 +20,10 @@ public final class TLSClientContext: @unchecked Sendable {
     /// `trustedCertificatesFile` is nil, otherwise only the PEM certificates in that file.
     public init(trustedCertificatesFile: String? = nil) throws(TLSContextError) {
         let context = try TLSContextSettings.makeContext(TLS_client_method())
+        // An upstream's EOF without close_notify is an error here, not an end of stream: a
+        // response whose body ends with the connection is complete only after close_notify
+        // (RFC 9112 section 9.8), so a cut one is passed on cut, never as whole.
+        SSL_CTX_clear_options(context, UInt64(ag_ssl_op_ignore_unexpected_eof))
         do throws(TLSContextError) {
             if let file = trustedCertificatesFile {
                 guard let bytes = FileManager.default.contents(atPath: file) else {

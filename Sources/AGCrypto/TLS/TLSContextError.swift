@@ -63,7 +63,8 @@ package enum TLSErrorText {
 
 /// Settings both context kinds share: TLS 1.2 and later, no renegotiation or compression, and
 /// an EOF without close_notify reported as an end of stream (HTTP framing says whether the
-/// data was complete; libevent then reports it as EOF instead of an error).
+/// data was complete; libevent then reports it as EOF instead of an error) — on the server
+/// side; the client side takes it back (`TLSClientContext`: a close-delimited response).
 enum TLSContextSettings {
     /// TLS 1.2 suites: ECDHE key exchange with AEAD ciphers only (forward secrecy, no CBC, no RSA
     /// key transport), ECDSA before RSA, AES-GCM before ChaCha20.
