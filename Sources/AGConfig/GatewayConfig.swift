@@ -91,12 +91,16 @@ public struct ServerConfig: Sendable, Hashable {
     public func clientAddress(peer: IPAddress, forwardedFor: [String]) -> IPAddress {
         guard trusts(peer) else { return peer }
         var nearest = peer
+        // Split and trimmed on bytes, never on Characters: a comma after a combining or
+        // prepended code point (U+0600) is part of one grapheme cluster, and the client's own
+        // element would swallow the separator the proxy wrote after it.
+        let comma = UInt8(ascii: ","), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
         for line in forwardedFor.reversed() {
-            for element in line.split(separator: ",", omittingEmptySubsequences: false).reversed() {
-                var entry = element.drop { $0 == " " || $0 == "\t" }
-                while entry.last == " " || entry.last == "\t" { entry.removeLast() }
+            for element in line.utf8.split(separator: comma, omittingEmptySubsequences: false).reversed() {
+                var entry = element.drop { $0 == space || $0 == tab }
+                while let last = entry.last, last == space || last == tab { entry.removeLast() }
                 guard !entry.isEmpty else { continue }
-                guard let address = IPAddress(forwardedEntry: entry) else { return nearest }
+                guard let address = IPAddress(forwardedEntry: Substring(entry)) else { return nearest }
                 guard trusts(address) else { return address }
                 nearest = address
             }

@@ -90,6 +90,12 @@ import Testing
         (["198.51.100.1, 203.0.113.7:"], "10.0.0.5"),
         (["198.51.100.1, [203.0.113.7]:80"], "10.0.0.5"),
         (["198.51.100.1, 2001:db9::7:80:1:2:3:4:5"], "10.0.0.5"),
+        // Commas and spaces are bytes: a code point that clusters with the comma after it
+        // (U+0600, a prepended concatenation mark) does not hide the separator (stop 34, sweep
+        // of this stop's changes: the proxy's element was swallowed and its bucket taken).
+        (["6.6.6.6\u{600}, 203.0.113.7"], "203.0.113.7"),
+        (["6.6.6.6\u{600},203.0.113.7"], "203.0.113.7"),
+        (["203.0.113.7\u{301}"], "10.0.0.5"),
         // Every entry trusted: the farthest.
         (["10.9.9.9, 10.1.1.1"], "10.9.9.9"),
         ([], "10.0.0.5"),

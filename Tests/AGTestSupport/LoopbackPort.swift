@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 
 /// A new TCP socket bound to 127.0.0.1 on a port the kernel picks, and that port.
 private func boundLoopbackSocket() -> (descriptor: Int32, port: UInt16) {
@@ -39,4 +40,34 @@ public final class RefusingPort: Sendable {
     }
 
     deinit { close(descriptor) }
+}
+
+/// A loopback TCP port whose listener accepts each connection, reads what the client sends
+/// first (a TLS ClientHello, say) and closes it: a peer that goes away in the middle of a
+/// handshake. Serves until this object is released.
+public final class ClosingAfterFirstReadPort: @unchecked Sendable {
+    public let port: UInt16
+    private let descriptor: Int32
+
+    public init() {
+        (descriptor, port) = boundLoopbackSocket()
+        _ = listen(descriptor, 16)
+        let listener = descriptor
+        let thread = Thread {
+            while true {
+                let client = accept(listener, nil, nil)
+                guard client >= 0 else { return }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = recv(client, &buffer, buffer.count, 0)
+                close(client)
+            }
+        }
+        thread.start()
+    }
+
+    deinit {
+        // Wakes the blocked accept (it fails) and ends the thread.
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        close(descriptor)
+    }
 }

@@ -61,6 +61,31 @@ public final class RawTestSocket {
         return true
     }
 
+    /// How a read to the end ended.
+    public enum End: Sendable, Equatable {
+        /// An orderly close (FIN).
+        case closed
+        /// A TCP reset (`ECONNRESET`).
+        case reset
+        case timedOut
+    }
+
+    /// Everything received until the peer closes or resets, or `timeout` passes; `end` says which.
+    public func readToEnd(timeout: Duration) -> (bytes: [UInt8], end: End) {
+        let deadline = ContinuousClock.now + timeout
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while ContinuousClock.now < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 50) > 0 else { continue }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return (received, .closed) }
+            if n < 0 { return (received, errno == ECONNRESET ? .reset : .closed) }
+            received += chunk[..<n]
+        }
+        return (received, .timedOut)
+    }
+
     /// Everything received until the peer closes or `timeout` passes; `closed` tells which.
     public func readUntilClose(timeout: Duration) -> (bytes: [UInt8], closed: Bool) {
         let deadline = ContinuousClock.now + timeout

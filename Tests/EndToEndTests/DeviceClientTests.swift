@@ -126,8 +126,11 @@ struct DeviceClientTests {
         let subject = UUID().uuidString
         let path = "/admin/v1/tenants/\(appID)/subjects/\(subject)/subscription"
         let refusals: [(String, String)] = [
-            (#"{"n":12345678901234567890123}"#, "integer beyond 64 bits"),
-            (#"{"a":[1,{"b":-99999999999999999999}]}"#, "integer beyond 64 bits"),
+            (#"{"n":12345678901234567890123}"#, "beyond 2^53"),
+            (#"{"a":[1,{"b":-99999999999999999999}]}"#, "beyond 2^53"),
+            // Just past Int64.min reads as Int64.min; 2^53 + 1 as 2^53 (sweep of this stop's fix).
+            (#"{"n":-9223372036854775809}"#, "beyond 2^53"),
+            (#"{"n":9007199254740993.0}"#, "beyond 2^53"),
             (#"{"a":1,"a":2}"#, "duplicate member name"),
             (#"{"a":1e400}"#, "not JSON"),
             ("{\"plan\":\"\(String(repeating: "x", count: 4100))\"}", "at most 4096"),

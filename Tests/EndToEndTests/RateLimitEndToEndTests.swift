@@ -265,6 +265,10 @@ struct RateLimitEndToEndTests {
         let listed = try a.admin("GET", "/admin/v1/tiers")
         #expect((listed.json["tiers"] as? [String: Any])?[spare] == nil)
         #expect(((listed.json["runtimeWithoutTier"] as? [String: Any])?[spare] as? [String: Any])?["api"] as? Int == 5, "\(listed.text)")
+        // They make no tier a tenant can be moved to (the sweep of this stop's fixes: the
+        // script took the leftover numbers for a tier and answered 200).
+        let moved = try a.admin("PUT", "/admin/v1/tenants/\(teamID).com.example.app/tier", json: #"{"tier": "\#(spare)"}"#)
+        #expect(moved.status == 404 && moved.code == "not_found", "\(moved.text)")
         let removed = try a.admin("DELETE", "/admin/v1/tiers/\(spare)")
         #expect(removed.status == 200 && removed.json["removed"] as? Bool == true)
         // (Other tests' runtime tiers share this Redis, and may be listed here too.)

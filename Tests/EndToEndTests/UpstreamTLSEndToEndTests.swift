@@ -130,6 +130,16 @@ struct UpstreamTLSEndToEndTests {
         #expect(refused.code == "upstream_unavailable")
         #expect(try dead.tlsFailures() == 0)
         #expect(eventually { dead.loggedReason().hasPrefix("upstream connect failed") }, "\(dead.loggedReason())")
+
+        // An upstream that accepts and closes during the handshake: a connect failure too (the
+        // next address may serve), logged as what it was, not "connection refused" (the sweep
+        // of stop 34's changes).
+        let closing = ClosingAfterFirstReadPort()
+        let cut = try await Setup(upstream: "https://127.0.0.1:\(closing.port)", upstreamCA: ca.certificate.pemRepresentation)
+        defer { cut.gateway.stop() }
+        #expect(try cut.get().status == 502)
+        #expect(try cut.tlsFailures() == 0)
+        #expect(eventually { cut.loggedReason().contains("connection closed during the TLS handshake") }, "\(cut.loggedReason())")
     }
 
     @Test func aCertificateForAnotherNameIsRefused() async throws {
@@ -160,7 +170,7 @@ struct UpstreamTLSEndToEndTests {
         func fetch(_ how: String) throws -> String {
             let socket = try RawTestSocket(port: setup.gateway.port)
             socket.send("GET /public/until-close/\(how)/5000 HTTP/1.1\r\nHost: gw\r\nX-Team-ID: \(setup.teamID)\r\n"
-                        + "X-Bundle-ID: com.example.app\r\n\r\n")
+                        + "X-Bundle-ID: com.example.app\r\nConnection: close\r\n\r\n")
             return String(decoding: socket.readUntilClose(timeout: .seconds(10)).bytes, as: UTF8.self)
         }
         let whole = try fetch("notify")
@@ -171,6 +181,21 @@ struct UpstreamTLSEndToEndTests {
         #expect(!cut.hasSuffix("\r\n0\r\n\r\n"), "a cut body is not ended as a whole one: \(cut.suffix(40))")
         let series = "attestgate_upstream_errors_total{tenant=\"\(setup.teamID).com.example.app\",error=\"connection_reset\"} 1"
         #expect(try eventually { try setup.gateway.admin("GET", "/metrics").text.contains(series) })
+
+        // An HTTP/1.0 client has no chunked coding to tell a cut body by: the connection's end
+        // must (stop 34, sweep of this stop's changes: it ended with the same orderly close as a
+        // whole body, under TLS with close_notify). Whole: an orderly close; cut: a reset.
+        func fetch10(_ how: String) throws -> (text: String, end: RawTestSocket.End) {
+            let socket = try RawTestSocket(port: setup.gateway.port)
+            socket.send("GET /public/until-close/\(how)/5000 HTTP/1.0\r\nHost: gw\r\nX-Team-ID: \(setup.teamID)\r\n"
+                        + "X-Bundle-ID: com.example.app\r\n\r\n")
+            let (bytes, end) = socket.readToEnd(timeout: .seconds(10))
+            return (String(decoding: bytes, as: UTF8.self), end)
+        }
+        let whole10 = try fetch10("notify")
+        #expect(whole10.text.hasPrefix("HTTP/1.1 200") && whole10.text.hasSuffix(String(repeating: "x", count: 5000)), "\(whole10.text.prefix(200))")
+        #expect(whole10.end == .closed)
+        #expect(try fetch10("cut").end == .reset)
     }
 
     @Test func aCertificateThatDoesNotChainToUpstreamCAIsRefused() async throws {

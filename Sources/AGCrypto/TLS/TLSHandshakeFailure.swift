@@ -94,6 +94,12 @@ package enum TLSConnectionInfo {
         return BIO_number_read(input) > 0
     }
 
+    /// Whether any byte went to the peer (a ClientHello sent: the TCP connection was up).
+    package static func sentAnything(_ connection: OpaquePointer) -> Bool {
+        guard let output = SSL_get_wbio(connection) else { return false }
+        return BIO_number_written(output) > 0
+    }
+
     /// Sends close_notify once, without waiting for the peer's (the socket closes right after).
     /// Only for a connection whose handshake finished and that saw no fatal error.
     package static func sendCloseNotify(_ connection: OpaquePointer) {

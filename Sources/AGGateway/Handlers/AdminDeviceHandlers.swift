@@ -154,8 +154,8 @@ enum AdminDeviceHandlers {
                 context.fail(.badRequest("the subscription must be a JSON object"))
                 return
             }
-            guard !value.containsInexactInteger else {
-                context.fail(.badRequest("the subscription has an integer beyond 64 bits, which would not stay as written; send it as a string"))
+            guard !value.containsInexactNumber else {
+                context.fail(.badRequest("the subscription has a number beyond 2^53 that is not a 64-bit integer, which would not stay as written; send it as a string"))
                 return
             }
             let json = value.withoutNullMembers.serializedString()
@@ -210,13 +210,16 @@ enum AdminDeviceHandlers {
 }
 
 private extension JSONValue {
-    /// Whether a number somewhere in it is integral and beyond `Int64`: the parser keeps such
-    /// a literal as a double (`12345678901234567890123` → `1.2345678901234568e+22`).
-    var containsInexactInteger: Bool {
+    /// Whether a number somewhere in it was read as a double of magnitude 2^53 or more: past
+    /// that, doubles are not every integer, so the literal may not be what is stored
+    /// (`12345678901234567890123` → `1.2345678901234568e+22`, `-9223372036854775809` →
+    /// `-9223372036854775808`, `9007199254740993.0` → `9007199254740992`). Integers that fit
+    /// in 64 bits stay exact (`.integer`).
+    var containsInexactNumber: Bool {
         switch self {
-        case .double(let number): number.isFinite && number.rounded() == number && Int64(exactly: number) == nil
-        case .array(let items): items.contains { $0.containsInexactInteger }
-        case .object(let members): members.values.contains { $0.containsInexactInteger }
+        case .double(let number): number.magnitude >= 9_007_199_254_740_992
+        case .array(let items): items.contains { $0.containsInexactNumber }
+        case .object(let members): members.values.contains { $0.containsInexactNumber }
         default: false
         }
     }

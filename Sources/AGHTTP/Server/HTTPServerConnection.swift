@@ -63,6 +63,10 @@ final class HTTPServerConnection {
     private var reader: PlainSocketReader?
     /// Empty lines skipped before the request line now awaited (`skipEmptyLines`).
     private var emptyLinesSkipped = 0
+    /// The response was cut and its end cannot say so (no chunked coding): the connection ends
+    /// with a reset, and under TLS without close_notify, not with the orderly close that would
+    /// make the cut body look whole (`endAbortively`).
+    private var abortive = false
 
     /// Wraps an accepted socket, in TLS when `tls` is given; nil (socket closed) when OpenSSL or
     /// libevent cannot make the connection.
@@ -456,6 +460,13 @@ final class HTTPServerConnection {
 
     // MARK: Writing
 
+    /// The current response was cut where only the connection's end marks a body's end: once
+    /// its output is written, the connection closes with a TCP reset (`SO_LINGER` 0), without
+    /// a TLS close_notify and without lingering.
+    func endAbortively() {
+        abortive = true
+    }
+
     /// Called by the request once its response is fully queued.
     func responseFinished(_ request: HTTPServerRequest) {
         guard request === current else { return }
@@ -467,7 +478,7 @@ final class HTTPServerConnection {
         // The client may still be sending when its body is not over, bytes wait unread, or
         // its head was refused (a body may follow it); a client whose head timed out is not
         // waited for any longer.
-        let clientMaySend = request.localError == .headTimeout ? false
+        let clientMaySend = request.localError == .headTimeout || abortive ? false
             : !request.decoder.isDone || evbuffer_get_length(input) > 0 || request.localError != nil
         switch machine.responseFinished(reusable: reusable, clientMaySend: clientMaySend) {
         case .readNextRequest:
@@ -601,7 +612,12 @@ final class HTTPServerConnection {
         let handshakeDone = machine.state != .handshaking
         _ = machine.abort()
         guard let bev else { return }
-        if notifyPeer, handshakeDone, let ssl = tlsConnection { TLSConnectionInfo.sendCloseNotify(ssl) }
+        if abortive {
+            var reset = linger(l_onoff: 1, l_linger: 0)
+            _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+        } else if notifyPeer, handshakeDone, let ssl = tlsConnection {
+            TLSConnectionInfo.sendCloseNotify(ssl)
+        }
         cancelDeadline()
         deadline = nil
         if let request = current, !request.finished {

@@ -235,6 +235,9 @@ public final class HTTPServerRequest {
         response = .complete
         if !complete {
             keepAlive = false
+            // Without chunked coding the client may only have the connection's end to go by:
+            // a cut body must not end the way a whole one does (RFC 9112 section 9.8).
+            if !chunked { connection.endAbortively() }
         } else if chunked {
             ChunkedEncoder.writeEnd(to: connection.output)
         }

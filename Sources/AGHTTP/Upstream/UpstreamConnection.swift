@@ -253,6 +253,13 @@ final class UpstreamConnection {
         return failure.reason == .closed ? nil : failure
     }
 
+    /// Whether a TLS handshake had begun on the wire (the ClientHello was sent), so the TCP
+    /// connection was up: a close before the handshake ended is no refused connect.
+    var handshakeBegan: Bool {
+        guard isSecure, let bev, let ssl = bufferevent_openssl_get_ssl(bev) else { return false }
+        return TLSConnectionInfo.sentAnything(ssl)
+    }
+
     private func discard() {
         if let pool {
             pool.discardIdle(self)

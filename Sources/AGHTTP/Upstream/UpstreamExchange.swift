@@ -214,7 +214,9 @@ final class UpstreamExchange {
             if let failure = connection.handshakeFailure() {
                 fail(.tlsFailed(failure.detail))
             } else {
-                connectFailed(timedOut ? .timeout : .connectFailed(error == 0 ? "connection refused" : String(cString: strerror(error))))
+                let reason = error != 0 ? String(cString: strerror(error))
+                    : connection.handshakeBegan ? "connection closed during the TLS handshake" : "connection refused"
+                connectFailed(timedOut ? .timeout : .connectFailed(reason))
             }
         case .awaitingHead:
             if timedOut {
