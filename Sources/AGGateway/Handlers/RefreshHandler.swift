@@ -84,7 +84,8 @@ enum RefreshHandler {
         let kind = error.isSignedByStoredKey ? "signed" : "unsigned"
         services.metrics.increment("attestgate_assertion_refusals_total{kind=\"\(kind)\",reason=\"\(error.reason)\"}")
         guard error.isSignedByStoredKey else {
-            services.logger.info("assertion refused, attestation kept", [
+            // Anyone who knows a keyId can send these: one line per tenant and interval.
+            services.logger.logRepeated(.info, "assertion refused, attestation kept", key: "assertion refused/" + tenant.appID, [
                 ("tenant", .string(tenant.appID)), ("reason", .string(error.reason)),
             ])
             return context.fail(.assertionUnverified)

@@ -49,7 +49,8 @@ enum ValidateHandler {
             attested = try verifier.verify(attestationObject: request.attestationObject, clientDataHash: request.clientDataHash,
                                            keyID: request.keyIDBytes, appID: tenant.appID, environment: tenant.config.environment)
         } catch {
-            services.logger.info("attestation rejected", [
+            // Anyone with a challenge can send a junk attestation: one line per tenant and interval.
+            services.logger.logRepeated(.info, "attestation rejected", key: "attestation rejected/" + tenant.appID, [
                 ("tenant", .string(tenant.appID)), ("reason", .string(String(describing: error))),
             ])
             context.fail(ValidateError.appleValidationFailed)
