@@ -226,6 +226,15 @@ struct ValidateEndToEndTests {
         #expect(mismatch.status == 401)
         #expect(mismatch.code == "apple_validation_failed")
         #expect(try deviceField(gateway, other, "pk").isEmpty)
+        // Two rejections, one log line per tenant and 10 s (anyone with a challenge can send junk;
+        // stop 34, independent growth sweep: a line each), two if they straddled an interval.
+        #expect(eventually { gateway.logText().contains("attestation rejected") })
+        let lines = gateway.logText().components(separatedBy: "attestation rejected").count - 1
+        let third = try self.challenge(gateway)
+        var again = try fields(device, challenge: third)
+        again["keyId"] = other.keyID
+        #expect(try validate(gateway, again).status == 401)
+        #expect(lines <= 2 && gateway.logText().components(separatedBy: "attestation rejected").count - 1 <= 2)
     }
 
     /// Own Redis: the real vectors' App ID and challenge are shared with the refresh tests.
