@@ -1,4 +1,5 @@
 public import AGFormats
+internal import AGCrypto
 
 /// Signs JWTs with one key under one `kid`.
 public struct JWTSigner: Sendable {
@@ -44,6 +45,10 @@ public struct JWTVerifier: Sendable {
     public let keys: [String: JWSVerificationKey]
     /// Tokens longer than this are refused before any decoding.
     public var maximumTokenLength: Int
+    /// Refuse an ES256 signature whose `s` is above n/2: for keys whose signer always writes
+    /// low-S (the gateway's own), so that a token has one spelling — its twin with `n − s`
+    /// verifies too, and would otherwise be a second token for caches and logs.
+    public var requiresLowS = false
 
     public init(keys: [String: JWSVerificationKey], maximumTokenLength: Int = 16 * 1024) {
         self.keys = keys
@@ -64,6 +69,7 @@ public struct JWTVerifier: Sendable {
         }
         guard let keyID = jws.header.keyID, let key = keys[keyID] else { throw .unknownKeyID(jws.header.keyID) }
         try jws.verify(with: key)
+        if requiresLowS, case .es256 = key, !P256.isLowS(rawSignature: jws.signature) { throw .invalidSignature }
         guard let json = try? JSONValue(parsing: jws.payload), case .object(let claims) = json else {
             throw .malformed("payload is not a JSON object")
         }

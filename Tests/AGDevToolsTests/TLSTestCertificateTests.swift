@@ -35,6 +35,8 @@ import Testing
         let context = try TLSServerContext(certificateChainFile: good.chain, privateKeyFile: good.key)
         #expect(context.certificateSubject == "/CN=localhost")
         #expect(context.certificateNotAfter > Int64(Date().timeIntervalSince1970) + 2 * 86_400)
+        // A bounded session cache, not OpenSSL's 20,480 (~33 MB; stop 34, growth sweep).
+        #expect(context.configuredSessionCacheSize == 2048)
 
         let mismatched = #expect(throws: TLSContextError.self) {
             try TLSServerContext(certificateChainFile: good.chain, privateKeyFile: other.key)

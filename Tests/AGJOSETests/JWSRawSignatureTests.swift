@@ -47,6 +47,11 @@ struct JWSRawSignatureTests {
             let high = Array(raw[0..<32]) + P256Order.minus(Array(raw[32...]))
             #expect(!P256.isLowS(rawSignature: high))
             try JWSCompact(parsing: parts[0] + "." + parts[1] + "." + Base64.encodeURL(high)).verify(with: key)
+            // A verifier for the gateway's own keys takes the low-S spelling only.
+            var own = JWTVerifier(keys: ["k": key])
+            own.requiresLowS = true
+            _ = try own.verify(token)
+            #expect(throws: JOSEError.invalidSignature) { try own.verify(parts[0] + "." + parts[1] + "." + Base64.encodeURL(high)) }
         }
     }
 }

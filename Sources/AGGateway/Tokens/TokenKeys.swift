@@ -39,7 +39,10 @@ final class TokenKeys: Sendable {
         }
         guard problems.isEmpty, let signer else { throw ConfigError(problems: problems) }
         self.signer = signer
-        self.verifier = JWTVerifier(keys: Dictionary(verificationKeys.map { ($0.keyID, $0.key) }, uniquingKeysWith: { a, _ in a }))
+        // Every key here signs (low-S, `P256.sign`): a high-S twin of one of our tokens is refused.
+        var verifier = JWTVerifier(keys: Dictionary(verificationKeys.map { ($0.keyID, $0.key) }, uniquingKeysWith: { a, _ in a }))
+        verifier.requiresLowS = true
+        self.verifier = verifier
         self.jwksBody = JWKS.document(verificationKeys).serialized()
     }
 }
