@@ -86,18 +86,9 @@ public final class RawTestSocket {
         return (received, .timedOut)
     }
 
-    /// Everything received until the peer closes or `timeout` passes; `closed` tells which.
+    /// Everything received until the peer closes (or resets) or `timeout` passes; `closed` tells which.
     public func readUntilClose(timeout: Duration) -> (bytes: [UInt8], closed: Bool) {
-        let deadline = ContinuousClock.now + timeout
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while ContinuousClock.now < deadline {
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, 50) > 0 else { continue }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { return (received, true) }
-            received += chunk[..<n]
-        }
-        return (received, false)
+        let (bytes, end) = readToEnd(timeout: timeout)
+        return (bytes, end != .timedOut)
     }
 }
