@@ -1,3 +1,5 @@
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <errno.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
@@ -88,4 +90,9 @@ long ag_read_socket(struct evbuffer *buffer, int fd, unsigned long limit) {
     }
     evbuffer_commit_space(buffer, space, used);
     return got;
+}
+
+int ag_socket_unsent_bytes(int fd) {
+    int unsent = 0;
+    return ioctl(fd, SIOCOUTQ, &unsent) == 0 ? unsent : 0;
 }

@@ -269,6 +269,13 @@ struct RateLimitEndToEndTests {
         // script took the leftover numbers for a tier and answered 200).
         let moved = try a.admin("PUT", "/admin/v1/tenants/\(teamID).com.example.app/tier", json: #"{"tier": "\#(spare)"}"#)
         #expect(moved.status == 404 && moved.code == "not_found", "\(moved.text)")
+        // Nor do four numbers that are not all valid, written into Redis by hand (a tier this
+        // instance would ignore as invalid; the sweep of this stop's fixes).
+        let handWritten = "hand-\(teamID.lowercased())"
+        _ = try RedisCLI.run(a.redisURL, "HSET", "ag:{cfg}:tiers", handWritten, #"{"attest":1,"challenge":2,"api":3,"mad_limit":null}"#)
+        let invalid = try a.admin("PUT", "/admin/v1/tenants/\(teamID).com.example.app/tier", json: #"{"tier": "\#(handWritten)"}"#)
+        #expect(invalid.status == 404 && invalid.code == "not_found", "\(invalid.text)")
+        _ = try RedisCLI.run(a.redisURL, "HDEL", "ag:{cfg}:tiers", handWritten)
         let removed = try a.admin("DELETE", "/admin/v1/tiers/\(spare)")
         #expect(removed.status == 200 && removed.json["removed"] as? Bool == true)
         // (Other tests' runtime tiers share this Redis, and may be listed here too.)

@@ -17,14 +17,14 @@ struct UpstreamTLSEndToEndTests {
         let dns: TestDNSServer
 
         init(upstream: String, upstreamCA: String?, workers: Int = 1, name: String = "api.test",
-             addresses: [String] = ["127.0.0.1"]) async throws {
+             addresses: [String] = ["127.0.0.1"], gatewayYAML: String = "") async throws {
             dns = try await TestDNSServer.start([name: .init(a: addresses, ttl: 600)])
             gateway = try TestGateway(tenants: ["tls.yaml": TestGateway.tenantYAML(teamID: teamID, extra: """
                 upstream: \(upstream)
                 \(upstreamCA == nil ? "" : "upstream_ca: ../upstream-ca.pem")
                 routes:
                   - { prefix: /public, auth: none }
-                """)], gatewayYAML: "resolver: { nameservers: [\"\(dns.nameserver)\"] }\n",
+                """)], gatewayYAML: "resolver: { nameservers: [\"\(dns.nameserver)\"] }\n" + gatewayYAML,
                 files: upstreamCA.map { ["upstream-ca.pem": $0] } ?? [:], workers: workers)
         }
 
@@ -196,6 +196,40 @@ struct UpstreamTLSEndToEndTests {
         #expect(whole10.text.hasPrefix("HTTP/1.1 200") && whole10.text.hasSuffix(String(repeating: "x", count: 5000)), "\(whole10.text.prefix(200))")
         #expect(whole10.end == .closed)
         #expect(try fetch10("cut").end == .reset)
+        // What was sent before the reset arrives whole: the close waits for the kernel to send
+        // it (a reset right away threw megabytes away; the sweep of this stop's fixes).
+        let socket = try RawTestSocket(port: setup.gateway.port)
+        socket.send("GET /public/until-close/cut/4000000 HTTP/1.0\r\nHost: gw\r\nX-Team-ID: \(setup.teamID)\r\n"
+                    + "X-Bundle-ID: com.example.app\r\n\r\n")
+        let large = socket.readToEnd(timeout: .seconds(20))
+        let headEnd = try #require(large.bytes.firstRange(of: Array("\r\n\r\n".utf8)))
+        #expect(large.end == .reset && large.bytes.count - headEnd.upperBound == 4_000_000, "\(large.end), \(large.bytes.count - headEnd.upperBound) bytes")
+        // A copy with a Content-Length shows its cut itself: an orderly close, no reset.
+        let framed = try RawTestSocket(port: setup.gateway.port)
+        framed.send("GET /public/short/5000 HTTP/1.0\r\nHost: gw\r\nX-Team-ID: \(setup.teamID)\r\n"
+                    + "X-Bundle-ID: com.example.app\r\n\r\n")
+        let short = framed.readToEnd(timeout: .seconds(10))
+        let text = String(decoding: short.bytes, as: UTF8.self)
+        #expect(short.end == .closed && text.contains("Content-Length: 10000") && text.hasSuffix(String(repeating: "x", count: 5000)),
+                "\(short.end): \(text.prefix(200))")
+    }
+
+    /// The same answer cut by the gateway itself — its shutdown grace ends mid-body — to an
+    /// HTTP/1.0 client: a reset, not the orderly close of a whole body (the sweep of stop 34's
+    /// fixes: only cuts by the upstream were reset).
+    @Test func aBodyCutByTheShutdownEndsWithAReset() async throws {
+        let ca = try TestCertificateAuthority.generate()
+        let server = try Self.upstream(try ca.issueTLSServerCertificate(dnsNames: ["api.test"]))
+        let setup = try await Setup(upstream: "https://api.test:\(server.port)", upstreamCA: ca.certificate.pemRepresentation,
+                                    gatewayYAML: "server:\n  listen: \"127.0.0.1:0\"\n  workers: 1\n  shutdown_grace: 300ms\n")
+        let socket = try RawTestSocket(port: setup.gateway.port)
+        socket.send("GET /public/stall/3000 HTTP/1.0\r\nHost: gw\r\nX-Team-ID: \(setup.teamID)\r\nX-Bundle-ID: com.example.app\r\n\r\n")
+        #expect(eventually { server.requests.count == 1 })
+        usleep(200_000)
+        setup.gateway.stop()
+        let (bytes, end) = socket.readToEnd(timeout: .seconds(10))
+        #expect(String(decoding: bytes, as: UTF8.self).hasSuffix(String(repeating: "x", count: 3000)))
+        #expect(end == .reset)
     }
 
     @Test func aCertificateThatDoesNotChainToUpstreamCAIsRefused() async throws {

@@ -9,7 +9,9 @@ serves HTTP/1.1 with keep-alive over TLS: every request is answered 200 with the
 {"target", "connection", "sni", "received" (request body bytes)}, except …/big/N: N bytes "x",
 and …/until-close/notify/N and …/until-close/cut/N: N bytes "x" in a body without framing (it
 ends with the connection), the TLS session closed with close_notify, or the TCP connection cut
-without it (RFC 9112 section 9.8: only the first is a complete response).
+without it (RFC 9112 section 9.8: only the first is a complete response); …/short/N: a
+Content-Length of 2N, N bytes, then the connection cut; …/stall/N: N bytes of a body without
+framing, then nothing for a minute.
 EVENT_LOG gets one JSON line per event, so a test can count what the gateway did on the wire:
   {"event": "accept", "connection": N}                       a TCP connection was accepted
   {"event": "handshake", "connection": N, "sni": name|null}  its TLS handshake completed
@@ -66,6 +68,16 @@ def serve(raw, number, context, log):
             received = len(reader.read(length)) if length else 0
             log_event(log, event="request", connection=number, method=method, target=target,
                       host=headers.get("host"), received=received)
+            if "/stall/" in target:
+                count = int(target.rsplit("/stall/", 1)[1])
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n" + b"x" * count)
+                threading.Event().wait(60)
+                return
+            if "/short/" in target:
+                count = int(target.rsplit("/short/", 1)[1])
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+                            + str(2 * count).encode() + b"\r\n\r\n" + b"x" * count)
+                return
             if "/until-close/" in target:
                 how, count = target.rsplit("/until-close/", 1)[1].split("/")
                 tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n" + b"x" * int(count))

@@ -9,15 +9,18 @@ import AGRedis
 extension TierStore {
     /// `KEYS`: tenant tiers, tier numbers, events stream. `ARGV`: appId, tier, `1` when this
     /// instance already knows the tier, event. Returns 0 without writing when the tier is
-    /// unknown here and `KEYS[2]` has no complete numbers for it (another instance may have
-    /// just created it; numbers for part of a tier make none without the file's tier).
+    /// unknown here and `KEYS[2]` has no complete, valid numbers for it (another instance may
+    /// have just created it; numbers for part of a tier make none without the file's tier).
     static let setTenantTierScript = RedisScript("""
         if ARGV[3] ~= '1' then
           local stored = redis.call('HGET', KEYS[2], ARGV[2])
           if not stored then return 0 end
           local ok, numbers = pcall(cjson.decode, stored)
-          if not ok or type(numbers) ~= 'table' or numbers.attest == nil or numbers.challenge == nil
-             or numbers.api == nil or numbers.mad_limit == nil then return 0 end
+          local function positive(v) return type(v) == 'number' and v >= 1 and v % 1 == 0 end
+          if not ok or type(numbers) ~= 'table' or not positive(numbers.attest) or not positive(numbers.challenge)
+             or not positive(numbers.api) or not (positive(numbers.mad_limit) or numbers.mad_limit == 'unlimited') then
+            return 0
+          end
         end
         redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
         """ + GatewayEvents.luaAppend(streamKey: 3, eventArgument: 4) + "return 1\n")

@@ -2,6 +2,7 @@
 // machine's actions on the bufferevent (reading heads, writing answers, deadlines, events),
 // whose private state those steps share; bodies and TLS setup live in their own files.
 internal import CEvent
+internal import CShims
 internal import AGEventLoop
 internal import AGCrypto
 #if canImport(Glibc)
@@ -63,10 +64,13 @@ final class HTTPServerConnection {
     private var reader: PlainSocketReader?
     /// Empty lines skipped before the request line now awaited (`skipEmptyLines`).
     private var emptyLinesSkipped = 0
-    /// The response was cut and its end cannot say so (no chunked coding): the connection ends
-    /// with a reset, and under TLS without close_notify, not with the orderly close that would
-    /// make the cut body look whole (`endAbortively`).
+    /// The response was cut and only the connection's end could say so (no length, no chunked
+    /// coding): the connection ends with a reset, and under TLS without close_notify, not with
+    /// the orderly close that would make the cut body look whole (`endAbortively`).
     private var abortive = false
+    /// Re-checks, while an abortive close waits, whether the kernel has sent what was written.
+    private var sendWait: EventTimer?
+    private var sendWaitUntil: ContinuousClock.Instant?
 
     /// Wraps an accepted socket, in TLS when `tls` is given; nil (socket closed) when OpenSSL or
     /// libevent cannot make the connection.
@@ -467,6 +471,20 @@ final class HTTPServerConnection {
         abortive = true
     }
 
+    /// `close(notifyPeer:)`, but an abortive close first lets the kernel send what it holds (a
+    /// reset throws it away): re-checked every 10 ms, for at most the write timeout.
+    private func closeOnceSent(notifyPeer: Bool) {
+        guard abortive, bev != nil else { return close(notifyPeer: notifyPeer) }
+        let now = ContinuousClock.now
+        let until = sendWaitUntil ?? now + server.configuration.writeTimeout
+        sendWaitUntil = until
+        guard ag_socket_unsent_bytes(descriptor) > 0, now < until else { return close() }
+        if sendWait == nil {
+            sendWait = EventTimer(loop: server.loop) { [unowned self] in self.closeOnceSent(notifyPeer: false) }
+        }
+        sendWait?.arm(after: .milliseconds(10))
+    }
+
     /// Called by the request once its response is fully queued.
     func responseFinished(_ request: HTTPServerRequest) {
         guard request === current else { return }
@@ -487,7 +505,7 @@ final class HTTPServerConnection {
             processInput()
         case .drainThenClose:
             setReading(false)
-            if evbuffer_get_length(output) == 0 { _ = machine.outputDrained(); close(notifyPeer: true) }
+            if evbuffer_get_length(output) == 0 { _ = machine.outputDrained(); closeOnceSent(notifyPeer: true) }
         case .drainThenLinger:
             // Reading goes on while the answer drains: a client blocked writing its upload
             // would otherwise never read the answer. No read timeout meanwhile (the write's runs).
@@ -544,7 +562,7 @@ final class HTTPServerConnection {
         if let bev, !isSecure { bufferevent_disable(bev, Int16(EV_WRITE)) }
         switch machine.outputDrained() {
         case .close:
-            close(notifyPeer: true)
+            closeOnceSent(notifyPeer: true)
             return
         case .linger:
             startLingering()
@@ -612,6 +630,10 @@ final class HTTPServerConnection {
         let handshakeDone = machine.state != .handshaking
         _ = machine.abort()
         guard let bev else { return }
+        sendWait?.cancel()
+        // A body that only the connection's end ends, cut here (a timeout, the shutdown grace,
+        // the client stalled): that end must not look like a whole body's either.
+        if let request = current, case .streaming = request.response, request.endsWithConnection { abortive = true }
         if abortive {
             var reset = linger(l_onoff: 1, l_linger: 0)
             _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))

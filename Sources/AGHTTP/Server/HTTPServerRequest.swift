@@ -40,6 +40,9 @@ public final class HTTPServerRequest {
     var decoder: BodyDecoder
     var bodyConsumer: BodyConsumer = .none
     var response = ResponseState.notStarted
+    /// The streamed answer has neither a length nor chunked coding (an HTTP/1.0 client's): only
+    /// the connection's end ends its body, so a cut one ends with a reset (`endAbortively`).
+    private(set) var endsWithConnection = false
     /// A `100 Continue` is owed before the body is read (`Expect: 100-continue`).
     var expectContinuePending: Bool
 
@@ -160,7 +163,12 @@ public final class HTTPServerRequest {
         let bodyless = method == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status)
         var chunked = false
         if contentLength == nil, !bodyless {
-            if head.versionMinor >= 1 { chunked = true } else { keepAlive = false }
+            if head.versionMinor >= 1 {
+                chunked = true
+            } else {
+                keepAlive = false
+                endsWithConnection = true
+            }
         }
         response = .streaming(chunked: chunked)
         connection.writeHead { writer in
@@ -235,9 +243,9 @@ public final class HTTPServerRequest {
         response = .complete
         if !complete {
             keepAlive = false
-            // Without chunked coding the client may only have the connection's end to go by:
-            // a cut body must not end the way a whole one does (RFC 9112 section 9.8).
-            if !chunked { connection.endAbortively() }
+            // A body that ends with the connection: a cut one must not end the way a whole one
+            // does (RFC 9112 section 9.8). A chunked or length-framed copy shows the cut itself.
+            if endsWithConnection { connection.endAbortively() }
         } else if chunked {
             ChunkedEncoder.writeEnd(to: connection.output)
         }

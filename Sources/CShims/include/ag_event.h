@@ -21,6 +21,10 @@ void ag_wake_signal(int fd);
 /// Resets the eventfd's counter (a read that finds it at 0 returns at once).
 void ag_wake_drain(int fd);
 
+/// Bytes written to socket `fd` that the peer has not acknowledged yet (`SIOCOUTQ`), 0 when
+/// it cannot be read: what a close with `SO_LINGER` 0 would throw away.
+int ag_socket_unsent_bytes(int fd);
+
 struct evbuffer;
 /// The socket reads below use recv and recvmsg, not read and readv: those go through the file
 /// layer first (`vfs_read`), ~0.4 us of kernel time per proxied request on this machine's
