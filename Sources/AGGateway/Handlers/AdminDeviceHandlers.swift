@@ -132,8 +132,8 @@ enum AdminDeviceHandlers {
 
     /// `PUT …/subjects/{subjectId}/subscription`: any JSON object, carried in the next tokens;
     /// members without a value (null) are left out, as tokens omit them. Refused: JSON that
-    /// does not parse (with the parser's reason), a number that would not stay as written (an
-    /// integer beyond 64 bits, read as a double), and an object over
+    /// does not parse (with the parser's reason), a number a double cannot hold as written (not
+    /// a 64-bit integer, magnitude 2^53 or more: `containsInexactNumber`), and an object over
     /// `maximumSubscriptionBytes` serialized.
     static func setSubscription(_ context: RequestContext, tenant: Tenant, subjectID: Substring) {
         guard let uuid = UUID(uuidString: String(subjectID)) else {
