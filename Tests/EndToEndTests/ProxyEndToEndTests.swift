@@ -139,16 +139,7 @@ struct ProxyEndToEndTests {
         // low-S only, so it is refused — one token, one spelling (stop 34, independent growth
         // sweep: the twin was accepted, a second cache entry per token; docs/security.md had
         // listed it as refused since issue 9).
-        let order: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-                              0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51]
-        let raw = Base64.decodeURL(String(parts[2]))!
-        var highS = [UInt8](repeating: 0, count: 32), borrow = 0
-        for index in (0..<32).reversed() {
-            let value = Int(order[index]) - Int(raw[32 + index]) - borrow
-            borrow = value < 0 ? 1 : 0
-            highS[index] = UInt8((value + 256) % 256)
-        }
-        let twin = parts[0] + "." + parts[1] + "." + Base64.encodeURL(Array(raw[0..<32]) + highS)
+        let twin = parts[0] + "." + parts[1] + "." + Base64.encodeURL(P256.negatingS(rawSignature: Base64.decodeURL(String(parts[2]))!))
         let cases: [(String, String, Int, String)] = [
             ("high-S twin of a valid ES256 token", twin, 401, "token_invalid"),
             ("valid ES256", good, 200, ""),

@@ -85,13 +85,20 @@ extension P256 {
     /// anything that is not 64 bytes come back unchanged.
     public static func lowSNormalized(rawSignature raw: [UInt8]) -> [UInt8] {
         guard raw.count == rawSignatureByteCount, !isLowS(rawSignature: raw) else { return raw }
-        var normalized = raw
+        return negatingS(rawSignature: raw)
+    }
+
+    /// The other spelling of a raw (`r || s`, 64 bytes, `0 < s < n`) signature: `s` replaced by
+    /// `n - s`, which verifies as well (what a low-S verifier must refuse).
+    public static func negatingS(rawSignature raw: [UInt8]) -> [UInt8] {
+        precondition(raw.count == rawSignatureByteCount, "a raw P-256 signature is 64 bytes")
+        var negated = raw
         var borrow = 0
         for index in stride(from: 31, through: 0, by: -1) {
             let difference = Int(order[index]) - Int(raw[32 + index]) - borrow
             borrow = difference < 0 ? 1 : 0
-            normalized[32 + index] = UInt8(difference + borrow * 256)
+            negated[32 + index] = UInt8(difference + borrow * 256)
         }
-        return normalized
+        return negated
     }
 }

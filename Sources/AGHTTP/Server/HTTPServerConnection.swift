@@ -471,16 +471,16 @@ final class HTTPServerConnection {
         abortive = true
     }
 
-    /// `close(notifyPeer:)`, but an abortive close first lets the kernel send what it holds (a
-    /// reset throws it away): re-checked every 10 ms, for at most the write timeout.
-    private func closeOnceSent(notifyPeer: Bool) {
-        guard abortive, bev != nil else { return close(notifyPeer: notifyPeer) }
+    /// The orderly `close(notifyPeer: true)`, but an abortive close first lets the kernel send
+    /// what it holds (a reset throws it away): re-checked every 10 ms, for at most the write timeout.
+    private func closeOnceSent() {
+        guard abortive, bev != nil else { return close(notifyPeer: true) }
         let now = ContinuousClock.now
         let until = sendWaitUntil ?? now + server.configuration.writeTimeout
         sendWaitUntil = until
         guard ag_socket_unsent_bytes(descriptor) > 0, now < until else { return close() }
         if sendWait == nil {
-            sendWait = EventTimer(loop: server.loop) { [unowned self] in self.closeOnceSent(notifyPeer: false) }
+            sendWait = EventTimer(loop: server.loop) { [unowned self] in self.closeOnceSent() }
         }
         sendWait?.arm(after: .milliseconds(10))
     }
@@ -505,7 +505,7 @@ final class HTTPServerConnection {
             processInput()
         case .drainThenClose:
             setReading(false)
-            if evbuffer_get_length(output) == 0 { _ = machine.outputDrained(); closeOnceSent(notifyPeer: true) }
+            if evbuffer_get_length(output) == 0 { _ = machine.outputDrained(); closeOnceSent() }
         case .drainThenLinger:
             // Reading goes on while the answer drains: a client blocked writing its upload
             // would otherwise never read the answer. No read timeout meanwhile (the write's runs).
@@ -562,7 +562,7 @@ final class HTTPServerConnection {
         if let bev, !isSecure { bufferevent_disable(bev, Int16(EV_WRITE)) }
         switch machine.outputDrained() {
         case .close:
-            closeOnceSent(notifyPeer: true)
+            closeOnceSent()
             return
         case .linger:
             startLingering()
