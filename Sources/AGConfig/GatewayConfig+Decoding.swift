@@ -211,7 +211,8 @@ extension GatewayConfig {
 
     private static func decodeResolver(_ field: ConfigField?, _ d: ConfigDecoder) -> ResolverConfig {
         let m = sub(field, Keys.resolver, d)
-        let nameservers = m?["nameservers"].flatMap { d.sequence($0) }?.compactMap { item -> String? in
+        let items = m?["nameservers"].flatMap { d.sequence($0) }
+        let nameservers = items?.compactMap { item -> String? in
             guard let text = d.string(item) else { return nil }
             guard isNameserver(text) else {
                 d.report(item, "expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got \(ConfigDecoder.quoted(text))")
@@ -219,7 +220,8 @@ extension GatewayConfig {
             }
             return text
         }
-        if let nameservers, nameservers.isEmpty, let field = m?["nameservers"] {
+        // An empty list only: entries refused above were reported already.
+        if let items, items.isEmpty, let field = m?["nameservers"] {
             d.report(field, "expected at least one name server (leave the key out to use /etc/resolv.conf)")
         }
         return ResolverConfig(nameservers: nameservers.flatMap { $0.isEmpty ? nil : $0 },

@@ -17,12 +17,19 @@ extension TenantConfig {
     public static let knownClaims = ["iss", "aud", "sub", "iat", "nbf", "exp", "jti", "team_id", "bundle_id", "subject_id",
                               "custom_claims"]
 
-    /// Headers the proxy manages itself, which a claim or the payload may not be forwarded in.
+    /// Headers the proxy manages itself, or the gateway and HTTP read for something else (the
+    /// tenant selectors, `Expect`), which a claim or the payload may not be forwarded in; and
+    /// every `Proxy-*` field, removed both ways (`isManagedHeader`).
     static let managedHeaders: Set<String> = [
-        "authorization", "connection", "content-length", "content-type", "cookie", "forwarded", "host",
-        "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
-        "transfer-encoding", "upgrade", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-request-id",
+        "authorization", "connection", "content-length", "content-type", "cookie", "expect", "forwarded", "host",
+        "keep-alive", "proxy", "te", "trailer", "transfer-encoding", "upgrade", "x-bundle-id", "x-forwarded-for",
+        "x-forwarded-host", "x-forwarded-proto", "x-request-id", "x-team-id",
     ]
+
+    /// Whether `normalized` (lower case, `_` read as `-`) is a managed header.
+    static func isManagedHeader(_ normalized: String) -> Bool {
+        managedHeaders.contains(normalized) || normalized.hasPrefix("proxy-")
+    }
 
     /// Decodes one tenant file against the gateway it will run in (tiers, token defaults, test CA).
     /// Returns the tenant and the line naming its App ID (for duplicate reports), or `nil` when
@@ -55,8 +62,11 @@ extension TenantConfig {
             return name
         } ?? "free"
         let environmentField = top["environment"]
-        let environment = environmentField.flatMap { d.oneOf($0, AppAttestEnvironment.self) } ?? .production
-        if environment == .production, gateway.appAttest.testCAFile != nil, !gateway.appAttest.allowTestCA {
+        let statedEnvironment = environmentField.flatMap { d.oneOf($0, AppAttestEnvironment.self) }
+        let environment = statedEnvironment ?? .production
+        // A value refused above (and so read as production) says nothing of the test CA.
+        let environmentRefused = environmentField != nil && statedEnvironment == nil
+        if environment == .production, !environmentRefused, gateway.appAttest.testCAFile != nil, !gateway.appAttest.allowTestCA {
             d.report(line: environmentField?.line ?? top.line, path: ConfigKeyPath.root.key("environment"),
                      "a production tenant cannot trust the test CA (app_attest.test_ca); use environment: development or set app_attest.allow_test_ca: true")
         }

@@ -11,7 +11,7 @@ extension TenantConfig {
                 return nil
             }
             let normalized = normalizedHeader(name)
-            if managedHeaders.contains(normalized) {
+            if isManagedHeader(normalized) {
                 d.report(field, "\(name) is managed by the proxy and cannot carry claims")
                 return nil
             }

@@ -228,6 +228,13 @@ import Testing
             #"conf/gateway.yaml:7: resolver.nameservers[2]: expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got "10.0.0.2:0""#,
             "conf/gateway.yaml:8: resolver.timeout: must be greater than zero",
         ]),
+        // Every entry refused is not also an empty list (stop 35's newcomer sweep).
+        BadCase(name: "resolver with no valid name server", files: [("conf/gateway.yaml", gatewayWith("resolver:\n  nameservers: [not-an-ip]\n"))], expected: [
+            #"conf/gateway.yaml:7: resolver.nameservers[0]: expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got "not-an-ip""#,
+        ]),
+        BadCase(name: "empty resolver list", files: [("conf/gateway.yaml", gatewayWith("resolver:\n  nameservers: []\n"))], expected: [
+            "conf/gateway.yaml:7: resolver.nameservers: expected at least one name server (leave the key out to use /etc/resolv.conf)",
+        ]),
         BadCase(name: "missing required keys", files: [
             ("conf/gateway.yaml", "tokens:\n  keys:\n    - file: ../.run/keys/dev-es256-1.pem\n"),
             ("conf/tenants/example.yaml", "bundle_id: com.example.app\nroutes:\n  - prefix: /api/\n"),
@@ -399,9 +406,13 @@ import Testing
             ("conf/tenants/example.yaml", ConfigFixture.minimalTenant),
             ("conf/tenants/prod2.yaml", "team_id: ABCDE12345\nbundle_id: com.example.other\nenvironment: production\n"),
             ("conf/tenants/dev.yaml", "team_id: ABCDE12345\nbundle_id: com.example.dev\nenvironment: development\n"),
+            // A refused environment is only that: not also a production tenant's test CA (the
+            // newcomer sweep of stop 35 found the second error).
+            ("conf/tenants/staging.yaml", "team_id: ABCDE12345\nbundle_id: com.example.staging\nenvironment: staging\n"),
         ], expected: [
             "conf/tenants/example.yaml:1: environment: a production tenant cannot trust the test CA (app_attest.test_ca); use environment: development or set app_attest.allow_test_ca: true",
             "conf/tenants/prod2.yaml:3: environment: a production tenant cannot trust the test CA (app_attest.test_ca); use environment: development or set app_attest.allow_test_ca: true",
+            #"conf/tenants/staging.yaml:3: environment: expected one of development, production, got "staging""#,
         ]),
         BadCase(name: "bad tenant identity and token", files: [("conf/tenants/example.yaml", """
             team_id: abcde12345
@@ -469,6 +480,22 @@ import Testing
             \(routesLast)
             """)], expected: [
             "conf/tenants/example.yaml:5: forward.payload_header: header x-attest-key_id is already used by the default forward.claims.sub",
+        ]),
+        // The tenant selectors and `Expect` are read by the gateway or the upstream's HTTP for
+        // something else (a newcomer sweep, stop 35, found `bundle_id: X-Team-ID` accepted: the
+        // client's selector replaced upstream by the bundle ID).
+        BadCase(name: "claim headers the gateway reads for something else", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
+            environment: development
+            forward:
+              claims: { bundle_id: X-Team-ID, team_id: x_bundle_id, sub: Expect, iss: Proxy-Issuer }
+              payload_header: X-Bundle-Id
+            \(routesLast)
+            """)], expected: [
+            "conf/tenants/example.yaml:5: forward.claims.bundle_id: X-Team-ID is managed by the proxy and cannot carry claims",
+            "conf/tenants/example.yaml:5: forward.claims.team_id: x_bundle_id is managed by the proxy and cannot carry claims",
+            "conf/tenants/example.yaml:5: forward.claims.sub: Expect is managed by the proxy and cannot carry claims",
+            "conf/tenants/example.yaml:5: forward.claims.iss: Proxy-Issuer is managed by the proxy and cannot carry claims",
+            "conf/tenants/example.yaml:6: forward.payload_header: X-Bundle-Id is managed by the proxy and cannot carry claims",
         ]),
         BadCase(name: "claim header clashing with the default payload header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development
