@@ -57,6 +57,27 @@ import Testing
         #expect(custom["Authorization"] == "Basic dTpw", "with another token header, Authorization is the client's business")
     }
 
+    /// A field the gateway acts on spelt with `_` for `-` never passes: upstreams that read `_`
+    /// as `-` (CGI-style environments; Puma before 6.4.3 framed a body by `Transfer_Encoding`,
+    /// CVE-2024-45614) would see a second framing or hop-by-hop field beside the gateway's own
+    /// (the framing sweep of stop 35 found these forwarded). Unknown `_` names still pass.
+    @Test func underscoreSpellingsOfTheFieldsTheGatewayWritesAreRemoved() {
+        let inbound = HTTPHeaders([
+            ("Transfer_Encoding", "chunked"), ("content_length", "30"), ("Keep_Alive", "timeout=5"),
+            ("Proxy_Connection", "keep-alive"), ("PROXY_AUTHORIZATION", "Basic x"), ("Proxy_Authenticate", "Basic"),
+            ("Content_Type", "text/evil"), ("Content-Type", "text/plain"), ("X_Custom_Name", "kept"), ("Proxy_X", "kept"),
+        ])
+        let out = ForwardHeaders.request(inbound, policy: Self.policy, hop: Self.hop, injected: [])
+        let names = Set(out.fields.map { $0.name.lowercased() })
+        for removed in ["transfer_encoding", "content_length", "keep_alive", "proxy_connection", "proxy_authorization",
+                        "proxy_authenticate", "content_type"] {
+            #expect(!names.contains(removed), "\(removed)")
+        }
+        #expect(out.values("Content-Type") == ["text/plain"])
+        #expect(out["X_Custom_Name"] == "kept")
+        #expect(out["Proxy_X"] == "kept")
+    }
+
     @Test func hopByHopHeadersAreRemoved() {
         let inbound = HTTPHeaders([
             ("Connection", "keep-alive, X-Private, Upgrade"), ("Keep-Alive", "timeout=5"), ("X-Private", "secret"),

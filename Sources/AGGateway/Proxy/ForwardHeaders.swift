@@ -119,7 +119,9 @@ enum ForwardHeaders {
     /// (`Content-Length`, `Expect`), `Proxy` and every `Proxy-*` field (`isProxyField`); every
     /// spoofable name (`ForwardHeaderPolicy.isSpoofable`); the token header unless the tenant
     /// forwards it; `Host`, `X-Forwarded-*`, `Forwarded` and `X-Request-ID`, which
-    /// the gateway sets (lookalikes with `_` included).
+    /// the gateway sets (lookalikes with `_` included); and every other field the gateway acts
+    /// on (`HTTPFieldName`) spelt with `_` (`Transfer_Encoding`, `Content_Length`, `Keep_Alive`,
+    /// `Proxy_Authorization`, `Content_Type`, …).
     /// Added, replacing and never appending: `Host`, `X-Forwarded-For` (the client's chain
     /// extended with the peer when the peer is trusted, else the peer alone),
     /// `X-Forwarded-Proto`, `X-Forwarded-Host` (a trusted peer's, else the authority of an
@@ -159,8 +161,12 @@ enum ForwardHeaders {
                 continue
             case .xRequestID:
                 continue
-            default:
+            case .other:
                 break
+            default:
+                // A field the gateway acts on spelt with `_` (`Transfer_Encoding`): an upstream
+                // reading `_` as `-` would take it for a second one of the gateway's own.
+                if field.name != field.lookalike { continue }
             }
             if field.name.isHopControl || isProxyField(field, inbound) || isListed(field, options, inbound) { continue }
             writer.appendField(field, of: inbound)
