@@ -40,6 +40,14 @@ import Testing
         ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "bad_request"),
         ("GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505, "http_version_not_supported"),
         ("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "not_implemented"),
+        // CONNECT would make a tunnel of the connection (RFC 9110 section 9.3.6): the gateway is
+        // no forward proxy, and one with a path was relayed upstream, whose 2xx with a length
+        // left the connection pooled for another tenant (stop 35's framing sweep).
+        ("CONNECT /public/tunnel HTTP/1.1\r\nHost: h\r\n\r\n", 501, "not_implemented"),
+        ("CONNECT upstream.example:443 HTTP/1.1\r\nHost: upstream.example:443\r\n\r\n", 501, "not_implemented"),
+        // RFC 9112 section 3.2: no request-target form has a fragment (the same sweep).
+        ("GET /public/h#frag HTTP/1.1\r\nHost: h\r\n\r\n", 400, "bad_request"),
+        ("GET http://h/p?q#frag HTTP/1.1\r\nHost: h\r\n\r\n", 400, "bad_request"),
         ("GET / HTTP/1.1\r\nHost: h\r\nX-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n", 431, "header_too_large"),
         // RFC 9112 section 3: a request-target longer than the server will parse is a 414.
         ("GET /\(String(repeating: "a", count: 20_000)) HTTP/1.1\r\nHost: h\r\n\r\n", 414, "uri_too_long"),

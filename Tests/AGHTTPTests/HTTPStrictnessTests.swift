@@ -11,6 +11,10 @@ import Testing
         ("no Host on HTTP/1.1", "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", .malformed("missing Host header")),
         ("two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", .malformed("more than one Host header")),
         ("two Hosts on HTTP/1.0", "GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", .malformed("more than one Host header")),
+        ("a fragment", "GET /a#b HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("a fragment (#) in the request target")),
+        ("a fragment after a query", "GET /a?x=1#b HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("a fragment (#) in the request target")),
+        ("CONNECT", "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n", .unsupportedMethod("CONNECT")),
+        ("CONNECT with a path", "CONNECT /x HTTP/1.1\r\nHost: h\r\n\r\n", .unsupportedMethod("CONNECT")),
     ]
 
     @Test(arguments: refused)

@@ -76,6 +76,9 @@ public enum HTTPParseError: Error, Equatable, Sendable {
     case requestLineTooLong
     case malformed(String)
     case unsupportedTransferEncoding
+    /// A method the gateway never serves (`CONNECT`: it is no forward proxy, and a tunnel
+    /// would take the connection out of HTTP, RFC 9110 section 9.3.6).
+    case unsupportedMethod(String)
     case unsupportedVersion
 
     public var status: Int {
@@ -83,7 +86,7 @@ public enum HTTPParseError: Error, Equatable, Sendable {
         case .headTooLarge: 431
         case .requestLineTooLong: 414
         case .malformed: 400
-        case .unsupportedTransferEncoding: 501
+        case .unsupportedTransferEncoding, .unsupportedMethod: 501
         case .unsupportedVersion: 505
         }
     }
@@ -94,6 +97,7 @@ public enum HTTPParseError: Error, Equatable, Sendable {
         case .requestLineTooLong: "request line too long"
         case .malformed(let why): why
         case .unsupportedTransferEncoding: "unsupported transfer-encoding"
+        case .unsupportedMethod(let method): "\(method) is not supported: the gateway is a reverse proxy, not a tunnel"
         case .unsupportedVersion: "unsupported HTTP version"
         }
     }

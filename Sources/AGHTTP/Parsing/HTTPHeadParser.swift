@@ -44,9 +44,12 @@ public enum HTTPHeadParser {
         let method = line.lowerBound..<firstSpace
         let target = (firstSpace + 1)..<secondSpace
         guard !method.isEmpty, all(bytes, method, isTokenByte) else { throw .malformed("malformed method") }
-        guard !target.isEmpty, all(bytes, target, { $0 > 0x20 && $0 < 0x7F }) else {
-            throw .malformed("malformed request target")
+        // RFC 9112 section 3.2: visible ASCII, and no form of request-target carries a fragment.
+        guard !target.isEmpty, all(bytes, target, { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") }) else {
+            let fragment = find(UInt8(ascii: "#"), bytes, target) != nil
+            throw .malformed(fragment ? "a fragment (#) in the request target" : "malformed request target")
         }
+        if isConnect(bytes, method) { throw .unsupportedMethod("CONNECT") }
         let minor = try parseVersion(bytes, (secondSpace + 1)..<line.upperBound)
         var origin = target
         var authority: Range<Int>?
@@ -245,6 +248,17 @@ public enum HTTPHeadParser {
 
     /// `GET` and `POST` as string literals: decoding three or four bytes into a `String` (UTF-8
     /// validation of a small string) cost ~120 instructions per request. Others are decoded.
+    /// `CONNECT`, exactly (methods are case-sensitive, RFC 9110 section 9.1).
+    private static func isConnect(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
+        guard range.count == 7 else { return false }
+        var index = range.lowerBound
+        for letter in "CONNECT".utf8 {
+            guard bytes[index] == letter else { return false }
+            index += 1
+        }
+        return true
+    }
+
     private static func knownMethod(_ bytes: Span<UInt8>, _ range: Range<Int>) -> String? {
         switch range.count {
         case 3 where bytes[range.lowerBound] == UInt8(ascii: "G") && bytes[range.lowerBound + 1] == UInt8(ascii: "E")

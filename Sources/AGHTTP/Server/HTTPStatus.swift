@@ -73,7 +73,7 @@ public struct HTTPLocalError: Error, Sendable, Equatable {
         case .headTooLarge: self.init(status: 431, code: "header_too_large", message: error.message)
         case .requestLineTooLong: self.init(status: 414, code: "uri_too_long", message: error.message)
         case .malformed: self.init(status: 400, code: "bad_request", message: error.message)
-        case .unsupportedTransferEncoding: self.init(status: 501, code: "not_implemented", message: error.message)
+        case .unsupportedTransferEncoding, .unsupportedMethod: self.init(status: 501, code: "not_implemented", message: error.message)
         case .unsupportedVersion: self.init(status: 505, code: "http_version_not_supported", message: error.message)
         }
     }
