@@ -11,6 +11,9 @@ public final class GatewayProcess: Sendable {
     /// stderr's pipe, read to its end by a thread of its own (`readToEnd`).
     private let errors = Pipe()
     private let output = CapturedOutput()
+    /// stdout's pipe (the access log), read the same way.
+    private let access = Pipe()
+    private let accessOutput = CapturedOutput()
     public let port: Int
     public let adminPort: Int
 
@@ -40,10 +43,11 @@ public final class GatewayProcess: Sendable {
         }
         let errors = self.errors
         process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = access
         let output = self.output
         try process.run()
         Self.readToEnd(errors, into: output)
+        Self.readToEnd(access, into: accessOutput)
         self.process = process
         var port = 0
         var adminPort = 0
@@ -107,6 +111,9 @@ public final class GatewayProcess: Sendable {
 
     /// Everything the gateway wrote to stderr so far.
     public var log: String { output.text.withLock { $0 } }
+
+    /// Everything the gateway wrote to stdout (its access log) so far.
+    public var accessLog: String { accessOutput.text.withLock { $0 } }
 
     public func signal(_ signal: Int32) {
         kill(process.processIdentifier, signal)

@@ -109,7 +109,10 @@ public final class Gateway: Sendable {
                                     maxConnections: connectionsPerWorker)
                 loop.register(worker)
                 ready.leave()
-                withExtendedLifetime(worker) { loop.run() }
+                withExtendedLifetime(worker) {
+                    loop.run()
+                    worker.loopStopped()
+                }
                 CryptoThread.releaseState()
                 group.leave()
             }

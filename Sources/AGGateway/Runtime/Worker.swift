@@ -122,9 +122,10 @@ final class Worker {
     }
 
     /// Stops accepting, lets in-flight requests finish within `grace`, then stops the loop.
+    /// The access log is flushed once the loop has stopped (`loopStopped`): the last
+    /// connection closes before its request's line is added.
     func shutdown(grace: Duration) {
         let group = ShutdownGroup(count: 2) { [self] in
-            accessLog.flush()
             redis.close()
             revocations.close()
             upstreams.closeIdleConnections()
@@ -132,6 +133,11 @@ final class Worker {
         }
         publicServer?.shutdown(grace: grace) { group.done() }
         adminServer?.shutdown(grace: grace) { group.done() }
+    }
+
+    /// After the loop returned, on its thread: the access-log lines still buffered are written.
+    func loopStopped() {
+        accessLog.flush()
     }
 }
 
