@@ -123,6 +123,22 @@ struct AttestationRouteTests {
         #expect(!harness.accessLog.lines[0].contains(token), "tokens never reach the access log")
     }
 
+    /// The access log's `client` is the client address the per-IP buckets use: behind a
+    /// trusted proxy, the nearest untrusted `X-Forwarded-For` entry, not the proxy (an
+    /// operations sweep, stop 35, found every line naming the balancer).
+    @Test func theAccessLogNamesTheClientBehindATrustedProxy() throws {
+        let harness = try RouterHarness(gatewayYAML: "server:\n  listen: \"127.0.0.1:0\"\n  trusted_proxies: [198.51.100.0/24]\n")
+        _ = harness.send("GET", "/api/v1/attestation/challenge",
+                         headers: Self.headers + [("X-Forwarded-For", "203.0.113.9, 198.51.100.20")])
+        _ = harness.send("GET", "/api/v1/attestation/challenge", headers: Self.headers)
+        let untrusted = try RouterHarness()
+        _ = untrusted.send("GET", "/api/v1/attestation/challenge", headers: Self.headers + [("X-Forwarded-For", "203.0.113.9")])
+        #expect(harness.accessLog.lines.count == 2 && untrusted.accessLog.lines.count == 1)
+        #expect(harness.accessLog.lines.first?.contains(#""client":"203.0.113.9""#) == true, "\(harness.accessLog.lines)")
+        #expect(harness.accessLog.lines.last?.contains(#""client":"198.51.100.7""#) == true, "no header: the proxy itself")
+        #expect(untrusted.accessLog.lines.first?.contains(#""client":"198.51.100.7""#) == true, "an untrusted peer's header is ignored")
+    }
+
     @Test("tenant headers", arguments: [
         ([(String, String)](), 400, "bad_request"), ([("X-Team-ID", "NOPE123456"), ("X-Bundle-ID", "x")], 401, "unknown_tenant"),
     ])

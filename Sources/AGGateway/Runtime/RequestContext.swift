@@ -86,7 +86,15 @@ final class RequestContext {
             unixMilliseconds: services.time.nowMilliseconds, requestID: requestID, method: request.method, path: request.path,
             tenant: tenantLabel, route: route, status: status, code: errorCode,
             durationMicroseconds: Int((seconds * 1_000_000).rounded()),
-            upstreamMicroseconds: upstreamSeconds.map { Int(($0 * 1_000_000).rounded()) }, client: request.remoteAddress))
+            upstreamMicroseconds: upstreamSeconds.map { Int(($0 * 1_000_000).rounded()) }, client: loggedClient))
+    }
+
+    /// The access log's client: the address the per-IP buckets use (`clientIP`), the socket
+    /// peer as it is unless the peer is a trusted proxy (no address parsed per request when
+    /// none is configured).
+    private var loggedClient: String {
+        guard snapshot.config.gateway.server.trusts(peer: request.remoteAddress) else { return request.remoteAddress }
+        return clientIP.description
     }
 }
 
