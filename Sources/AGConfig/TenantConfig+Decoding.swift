@@ -228,11 +228,20 @@ extension TenantConfig {
         }
     }
 
+    /// Whether the authority of `text` (after `://`, before the path) holds an `@`.
+    private static func hasUserinfo(_ text: String) -> Bool {
+        let afterScheme = text.range(of: "://").map { text[$0.upperBound...] } ?? text[...]
+        return afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }.contains("@")
+    }
+
     private static func decodeUpstream(_ field: ConfigField, _ d: ConfigDecoder) -> UpstreamURL? {
         guard let text = d.string(field) else { return nil }
         switch UpstreamURL.parse(text) {
         case .success(let url):
             return url
+        case .failure(.malformed) where hasUserinfo(text):
+            // Userinfo may hold a password: the error goes to the log and the admin API's answer.
+            d.report(field, "credentials (user:password@) are not accepted in an upstream URL, and the URL is not repeated here; expected http:// or https:// then host[:port][/base path]")
         case .failure(.malformed):
             d.report(field, "expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name), got \(ConfigDecoder.quoted(text))")
         }

@@ -223,6 +223,11 @@ import Testing
         BadCase(name: "malformed upstream", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: http://api.example.com:http/x?y\nroutes: [{ prefix: /api/ }]\n")], expected: [
             #"conf/tenants/example.yaml:3: upstream: expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name), got "http://api.example.com:http/x?y""#,
         ]),
+        // Never echoed: the error goes to the log and the admin reload answer (an operations
+        // sweep, stop 35, found the password in both; redis.url's errors were redacted).
+        BadCase(name: "upstream with credentials", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: https://svc:hunter2@api.example.com/v1\nroutes: [{ prefix: /api/ }]\n")], expected: [
+            "conf/tenants/example.yaml:3: upstream: credentials (user:password@) are not accepted in an upstream URL, and the URL is not repeated here; expected http:// or https:// then host[:port][/base path]",
+        ]),
         BadCase(name: "bad resolver", files: [("conf/gateway.yaml", gatewayWith("resolver:\n  nameservers: [10.0.0.2, dns.internal, \"10.0.0.2:0\"]\n  timeout: 0s\n"))], expected: [
             #"conf/gateway.yaml:7: resolver.nameservers[1]: expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got "dns.internal""#,
             #"conf/gateway.yaml:7: resolver.nameservers[2]: expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got "10.0.0.2:0""#,

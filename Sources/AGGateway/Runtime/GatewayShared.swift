@@ -111,7 +111,9 @@ final class GatewayShared: Sendable {
             // Each worker's TLS listener takes its handshake deadline when it is built.
             ("server.timeouts.tls_handshake", "\(a.server.timeouts.tlsHandshake)", "\(b.server.timeouts.tlsHandshake)"),
             ("admin.listen", a.admin.listen.description, b.admin.listen.description),
-            ("redis.url", a.redis.url.description, b.redis.url.description),
+            // The URLs themselves, credentials included: their descriptions spell a password
+            // `***`, and a rotated one is a change (only the key's name is ever logged).
+            ("redis.url", a.redis.url.description, a.redis.url == b.redis.url ? a.redis.url.description : b.redis.url.description + " (credentials changed)"),
             // Every Redis connection is made with it.
             ("redis.timeout", "\(a.redis.timeout)", "\(b.redis.timeout)"),
             // Each worker's device store takes them when it is built.
