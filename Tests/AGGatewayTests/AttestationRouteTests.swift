@@ -55,9 +55,14 @@ struct AttestationRouteTests {
         #expect(response.code == code)
         #expect(response.header("X-RateLimit-Remaining") == "9")
         #expect(harness.devices.committedRefreshes.isEmpty && harness.devices.invalidated.isEmpty)
+        let quotaRefused = harness.metrics.counters["attestgate_quota_refused_total{tenant=\"\(RouterHarness.appID)\"}"]
         if case .quotaExceeded = refusal {
             #expect(response.json["limit"] as? Int == 5)
             #expect(response.json["current"] as? Int == 6)
+            // DESIGN section 10's quota-refused count (an operations sweep, stop 35, found none).
+            #expect(quotaRefused == 1)
+        } else {
+            #expect(quotaRefused == nil)
         }
     }
 

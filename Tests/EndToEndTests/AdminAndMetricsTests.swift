@@ -24,6 +24,7 @@ struct AdminAndMetricsTests {
         for value in ["bearer \(token)", "BEARER \(token)", "Bearer  \(token)"] {
             let response = try HTTPTestClient.send(port: gateway.adminPort, "GET", "/metrics", headers: [("Authorization", value)])
             #expect(response.status == 200, "\(value.prefix(8))")
+            #expect(response.header("Content-Type") == "text/plain; version=0.0.4; charset=utf-8")
         }
         let unknown = try gateway.admin("GET", "/admin/v1/nothing")
         #expect(unknown.status == 404)

@@ -26,6 +26,15 @@ extension DeviceRefusal {
     }
 }
 
+extension RequestContext {
+    /// Answers an attestation route's refusal; a quota refusal is counted for the tenant too
+    /// (`attestgate_quota_refused_total`).
+    func refuse(_ refusal: DeviceRefusal, tenant: Tenant) {
+        if case .quotaExceeded = refusal { services.metrics.increment(tenant.series.quotaRefused) }
+        fail(refusal.error)
+    }
+}
+
 extension GatewayError {
     static func quotaExceeded(limit: Int, current: Int) -> GatewayError {
         var error = GatewayError(status: 402, code: "quota_exceeded",

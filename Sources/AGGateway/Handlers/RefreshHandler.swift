@@ -31,7 +31,7 @@ enum RefreshHandler {
                 case .refused(.notFound) where keyOfAnotherApp(request, tenant: tenant):
                     context.fail(.keyOfAnotherApp)
                 case .refused(let refusal):
-                    context.fail(refusal.error)
+                    context.refuse(refusal, tenant: tenant)
                 case .ready(let publicKey, let counter, let knownSubjectID):
                     verify(context, tenant: tenant, request: request, publicKey: publicKey, counter: counter,
                            knownSubjectID: knownSubjectID, tier: tier)

@@ -13,7 +13,7 @@ enum TokenResponse {
         case .failure(let error):
             context.storeFailed(error)
         case .success(.refused(let refusal)):
-            context.fail(refusal.error)
+            context.refuse(refusal, tenant: tenant)
         case .success(.committed(let subjectID, let subscription, let newlyCounted, let monthlyCount)):
             if newlyCounted { QuotaWarnings.check(context, tenant: tenant, tier: tier, count: monthlyCount) }
             committed()

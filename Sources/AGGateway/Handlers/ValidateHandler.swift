@@ -30,7 +30,7 @@ enum ValidateHandler {
             case .failure(let error):
                 context.storeFailed(error)
             case .success(.refused(let refusal)):
-                context.fail(refusal.error)
+                context.refuse(refusal, tenant: tenant)
             case .success(.ready(let knownSubjectID)):
                 verify(context, tenant: tenant, request: request, knownSubjectID: knownSubjectID, tier: tier)
             }

@@ -20,7 +20,7 @@ struct AdminRouter {
         case ("GET", "/metrics"):
             context.route = "metrics"
             context.respond(status: 200, body: Array(services.metricsText().utf8),
-                            contentType: "text/plain; version=0.0.4")
+                            contentType: "text/plain; version=0.0.4; charset=utf-8")
         case ("POST", "/admin/v1/reload"):
             context.route = "admin_reload"
             reload(context)

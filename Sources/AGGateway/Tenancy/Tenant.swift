@@ -46,10 +46,13 @@ final class Tenant: Sendable {
 /// A tenant's metric series names, rendered once per snapshot instead of per request.
 struct TenantSeries: Sendable {
     let tokensIssued: String
+    /// 402 `quota_exceeded` answers (DESIGN section 10's quota-refused count).
+    let quotaRefused: String
     private let rateLimited: [String: String]
 
     init(appID: String) {
         tokensIssued = "attestgate_tokens_issued_total{tenant=\"\(appID)\"}"
+        quotaRefused = "attestgate_quota_refused_total{tenant=\"\(appID)\"}"
         var limited: [String: String] = [:]
         for bucket in ["attest", "challenge", "api", "ip-challenge", "ip-validate", "ip-psso-nonce"] {
             limited[bucket] = "attestgate_rate_limited_total{tenant=\"\(appID)\",bucket=\"\(bucket)\"}"
