@@ -65,6 +65,37 @@ import Testing
         #expect(server.requestCount == 0)
     }
 
+    /// A refused request keeps the method and path of its request line when that line reads as
+    /// one (the access log said `"method":"","path":""` for every refusal: an operations sweep,
+    /// stop 35); the query is left out as everywhere, and a refusal with no request line of its
+    /// own never borrows an earlier request's.
+    @Test(arguments: [
+        ("GET /a/b?secret=1 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "GET /a/b"),
+        ("POST /up HTTP/1.1\nHost: h\n\n", "POST /up"),
+        ("GET /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", "GET /x"),
+        ("G\u{1}T /x HTTP/1.1\r\nHost: h\r\n\r\n", " "),
+        ("GET /x\u{7f} HTTP/1.1\r\nHost: h\r\n\r\n", " "),
+    ])
+    func refusalsKeepTheirRequestLine(_ text: String, _ logged: String) throws {
+        let server = try TestServer(HTTPServerConfiguration(), handler: Self.ok)
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 5)
+        client.write(text)
+        _ = try #require(client.readResponse())
+        #expect(server.localRequestLines == [logged])
+    }
+
+    @Test func aRefusalWithoutARequestLineBorrowsNoEarlierOne() throws {
+        let server = try TestServer(HTTPServerConfiguration(), handler: Self.ok)
+        defer { server.stop() }
+        let client = server.connect(receiveTimeout: 5)
+        client.write("GET /first HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+        client.write(String(repeating: "\r\n", count: 9))
+        #expect(client.readResponse()?.status == 400)
+        #expect(server.localRequestLines == [" "])
+    }
+
     @Test func junkAfterAChunkSizeIsRefused() throws {
         let result = UncheckedBox<Result<[UInt8], HTTPBodyError>?>(nil)
         let server = try TestServer(HTTPServerConfiguration()) { request in

@@ -25,6 +25,18 @@ public struct HTTPRequestHead: Sendable {
     static let unparsed = HTTPRequestHead(method: "", target: "", versionMinor: 1, headers: HTTPFields(), targetRange: 0..<0,
                                           authorityRange: nil, targetLacksSlash: false)
 
+    /// `unparsed`, with the method and target of `head`'s request line when they read as such
+    /// (a token, then visible ASCII up to the next space), so that the access-log line of a
+    /// refused request says what was asked; empty otherwise. Only the refusal path calls it.
+    static func unparsed(requestLineOf head: [UInt8]) -> HTTPRequestHead {
+        let line = head.prefix { $0 != 0x0D && $0 != 0x0A }
+        let parts = line.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, (1...32).contains(parts[0].count), parts[0].allSatisfy(HTTPHeadParser.isTokenByte),
+              !parts[1].isEmpty, parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return unparsed }
+        return HTTPRequestHead(method: String(decoding: parts[0], as: UTF8.self), target: String(decoding: parts[1], as: UTF8.self),
+                               versionMinor: 1, headers: HTTPFields(), targetRange: 0..<0, authorityRange: nil, targetLacksSlash: false)
+    }
+
     /// The path part of the target, without the query.
     public var path: Substring {
         guard let q = queryMark else { return target[...] }

@@ -300,7 +300,7 @@ final class HTTPServerConnection {
     private func deadlineFired() {
         switch machine.state {
         case .handshaking: handshakeTimedOut()
-        case .readingHead: refuse(.headTimeout)
+        case .readingHead: refuse(.headTimeout, headStored: false)
         case .lingering: close()
         default: bodyRateWindowEnded()
         }
@@ -384,7 +384,7 @@ final class HTTPServerConnection {
             evbuffer_drain(input, 2)
             emptyLinesSkipped += 1
             if emptyLinesSkipped > Self.maxEmptyLinesBeforeRequest {
-                refuse(HTTPLocalError(.malformed("empty request line")))
+                refuse(HTTPLocalError(.malformed("empty request line")), headStored: false)
                 return false
             }
         }
@@ -452,10 +452,13 @@ final class HTTPServerConnection {
     }
 
     /// Answers a head the server will not serve (through the owner's renderer), then closes.
-    private func refuse(_ error: HTTPLocalError) {
+    /// `headStored`: `headStorage` holds this head (or its start), whose request line, when it
+    /// reads as one, names the request in the access log; otherwise it may hold an earlier one.
+    private func refuse(_ error: HTTPLocalError, headStored: Bool = true) {
         cancelDeadline()
         setReading(false)
-        let request = HTTPServerRequest(connection: self, head: .unparsed, framing: .none, remoteAddress: remoteAddress,
+        let head = headStored ? HTTPRequestHead.unparsed(requestLineOf: headStorage) : .unparsed
+        let request = HTTPServerRequest(connection: self, head: head, framing: .none, remoteAddress: remoteAddress,
                                         localError: error)
         machine.requestStarted(keepAlive: false)
         current = request

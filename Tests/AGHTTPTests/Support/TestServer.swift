@@ -14,12 +14,15 @@ final class TestServer: @unchecked Sendable {
     private let handled = Locked(0)
     private let finished = Locked(false)
     private let localReplies = Locked<[HTTPLocalError]>([])
+    private let localRequests = Locked<[String]>([])
     private let handshakes = Locked<(failures: [TLSHandshakeFailure], versions: [String])>(([], []))
     private let limitReports = Locked<[Int]>([])
 
     var port: Int { socket.port }
     var requestCount: Int { handled.withLock { $0 } }
     var localErrors: [HTTPLocalError] { localReplies.withLock { $0 } }
+    /// The method and path of each locally answered request, as `"METHOD path"`.
+    var localRequestLines: [String] { localRequests.withLock { $0 } }
     /// TLS handshakes that failed, and the versions of those that completed.
     var handshakeFailures: [TLSHandshakeFailure] { handshakes.withLock { $0.failures } }
     var handshakeVersions: [String] { handshakes.withLock { $0.versions } }
@@ -38,6 +41,7 @@ final class TestServer: @unchecked Sendable {
         thread.sync { [self] in
             var delegate = HTTPServerDelegate(localReply: { [self] request, error in
                 let count = localReplies.withLock { $0.append(error); return $0.count }
+                localRequests.withLock { $0.append("\(request.method) \(request.path)") }
                 let body = "{\"error\":\"\(error.message)\",\"code\":\"\(error.code)\",\"requestId\":\"local-\(count)\"}"
                 request.respond(status: error.status, headers: HTTPHeaders([("X-Request-ID", "local-\(count)")]), body: Array(body.utf8))
             }, tlsHandshakeFailed: { [self] failure in
