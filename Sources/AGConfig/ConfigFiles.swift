@@ -96,12 +96,37 @@ public enum ConfigFiles {
             return .failure(FileProblem(reason: "does not exist"))
         }
         guard isDirectory else { return .failure(FileProblem(reason: "is not a directory")) }
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+        guard let entries = rawNames(in: directory) else {
             return .failure(FileProblem(reason: "cannot be listed (permission denied?)"))
         }
-        return .success(names.filter { name in
-            !name.hasPrefix(".") && (name.hasSuffix(".yaml") || name.hasSuffix(".yml"))
-        }.sorted())
+        return .success(entries.filter(isYAMLName).compactMap { String(validating: $0, as: UTF8.self) }.sorted())
+    }
+
+    /// The `*.yaml`/`*.yml` entries of `directory` whose names are not UTF-8 (`yamlFileNames`
+    /// leaves them out), spelt with `\xNN` for the bytes that are not: Foundation's listing
+    /// turned them into names that do not exist, and every reload failed with "does not exist".
+    public static func nonUTF8YAMLNames(in directory: String) -> [String] {
+        (rawNames(in: directory) ?? []).filter { isYAMLName($0) && String(validating: $0, as: UTF8.self) == nil }.map { bytes in
+            bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
+        }.sorted()
+    }
+
+    private static func isYAMLName(_ name: [UInt8]) -> Bool {
+        guard name.first != UInt8(ascii: "."), let dot = name.lastIndex(of: UInt8(ascii: ".")) else { return false }
+        let suffix = name[(dot + 1)...]
+        return suffix.elementsEqual("yaml".utf8) || suffix.elementsEqual("yml".utf8)
+    }
+
+    /// The entry names of `directory` as bytes (`.` and `..` left out), or nil.
+    private static func rawNames(in directory: String) -> [[UInt8]]? {
+        guard let stream = opendir(directory) else { return nil }
+        defer { closedir(stream) }
+        var names: [[UInt8]] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if name != [0x2E], name != [0x2E, 0x2E] { names.append(name) }
+        }
+        return names
     }
 
     /// Why a file or directory could not be used.

@@ -71,6 +71,10 @@ public enum ConfigLoader {
             }
             return TenantDirectory([])
         }
+        for name in ConfigFiles.nonUTF8YAMLNames(in: directory) {
+            problems.append(ConfigProblem(file: ConfigFiles.resolve(name, against: directory), line: nil, keyPath: "",
+                                          message: "the file name is not valid UTF-8; rename the file"))
+        }
         var tenants: [TenantConfig] = []
         tenants.reserveCapacity(names.count)
         var firstDefinition: [String: (file: String, line: Int)] = [:]

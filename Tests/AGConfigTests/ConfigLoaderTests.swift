@@ -1,6 +1,7 @@
 import AGTestSupport
 import AGFormats
 import FoundationEssentials
+import Glibc
 import Testing
 
 @testable import AGConfig
@@ -548,6 +549,20 @@ import Testing
             #"conf/tenants/example.yaml:7: platform_sso.nonce_claim_name: expected a claim name (letters, digits, _), got "request-nonce""#,
         ]),
     ]
+
+    /// A tenant file whose name is not UTF-8 is named as such, with its bytes escaped (an
+    /// operations sweep, stop 35: Foundation's listing made a name that does not exist, and
+    /// every reload failed with "does not exist"); the other files still load.
+    @Test func aTenantFileNameThatIsNotUTF8IsNamed() throws {
+        let fixture = try ConfigFixture()
+        var name = Array((fixture.root + "/conf/tenants/caf").utf8) + [0xE9] + Array(".yaml".utf8) + [0]
+        let descriptor = name.withUnsafeMutableBufferPointer { creat($0.baseAddress!, 0o644) }
+        try #require(descriptor >= 0)
+        let text = Array("team_id: ZZZZZ12345\nbundle_id: com.example.cafe\n".utf8)
+        _ = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        #expect(fixture.problems() == [#"conf/tenants/caf\xE9.yaml: the file name is not valid UTF-8; rename the file"#])
+    }
 
     @Test(arguments: badCases)
     func badConfigurationIsRejected(_ badCase: BadCase) throws {
