@@ -153,9 +153,11 @@ extension TenantConfig {
             }
             // A header the gateway reads for something else: the tenant could never be reached
             // with a token there (an independent sweep, stop 32, found X-Team-ID accepted).
+            // `Proxy` and `Forwarded` too: the proxy removes them (`Forwarded` unless from a
+            // trusted peer), and a token header is passed on as it came with forward_authorization.
             let taken = ["x-team-id", "x-bundle-id", "host", "connection", "keep-alive", "te", "trailer", "transfer-encoding",
                          "upgrade", "content-length", "content-type", "expect", "cookie", "x-forwarded-for",
-                         "x-forwarded-host", "x-forwarded-proto", "x-request-id"]
+                         "x-forwarded-host", "x-forwarded-proto", "x-request-id", "forwarded", "proxy"]
             if taken.contains(normalized) || normalized.hasPrefix("proxy-") {
                 d.report(field, "\(name) is a header the gateway or HTTP itself reads for something else; choose another header")
                 return nil
@@ -228,19 +230,14 @@ extension TenantConfig {
         }
     }
 
-    /// Whether the authority of `text` (after `://`, before the path) holds an `@`.
-    private static func hasUserinfo(_ text: String) -> Bool {
-        let afterScheme = text.range(of: "://").map { text[$0.upperBound...] } ?? text[...]
-        return afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }.contains("@")
-    }
-
     private static func decodeUpstream(_ field: ConfigField, _ d: ConfigDecoder) -> UpstreamURL? {
         guard let text = d.string(field) else { return nil }
         switch UpstreamURL.parse(text) {
         case .success(let url):
             return url
-        case .failure(.malformed) where hasUserinfo(text):
-            // Userinfo may hold a password: the error goes to the log and the admin API's answer.
+        case .failure(.malformed) where text.contains("@"):
+            // Userinfo may hold a password, with any byte in it (`/` too): a refused URL with an
+            // `@` anywhere is not repeated, as the error goes to the log and the admin answer.
             d.report(field, "credentials (user:password@) are not accepted in an upstream URL, and the URL is not repeated here; expected http:// or https:// then host[:port][/base path]")
         case .failure(.malformed):
             d.report(field, "expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name), got \(ConfigDecoder.quoted(text))")

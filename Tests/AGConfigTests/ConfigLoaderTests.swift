@@ -229,6 +229,14 @@ import Testing
         BadCase(name: "upstream with credentials", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: https://svc:hunter2@api.example.com/v1\nroutes: [{ prefix: /api/ }]\n")], expected: [
             "conf/tenants/example.yaml:3: upstream: credentials (user:password@) are not accepted in an upstream URL, and the URL is not repeated here; expected http:// or https:// then host[:port][/base path]",
         ]),
+        // Nor with a `/` in the password, or a scheme mistyped (the sweep of stop 35's fixes).
+        BadCase(name: "upstream with credentials holding a slash", files: [
+            ("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: http://svc:q8Zr/Xy+Pw==@127.0.0.1:8080\nroutes: [{ prefix: /api/ }]\n"),
+            ("conf/tenants/other.yaml", "team_id: OTHER12345\nbundle_id: com.example.other\nupstream: http:/svc:hunter2@h\nroutes: [{ prefix: /api/ }]\n"),
+        ], expected: [
+            "conf/tenants/example.yaml:3: upstream: credentials (user:password@) are not accepted in an upstream URL, and the URL is not repeated here; expected http:// or https:// then host[:port][/base path]",
+            "conf/tenants/other.yaml:3: upstream: credentials (user:password@) are not accepted in an upstream URL, and the URL is not repeated here; expected http:// or https:// then host[:port][/base path]",
+        ]),
         BadCase(name: "bad resolver", files: [("conf/gateway.yaml", gatewayWith("resolver:\n  nameservers: [10.0.0.2, dns.internal, \"10.0.0.2:0\"]\n  timeout: 0s\n"))], expected: [
             #"conf/gateway.yaml:7: resolver.nameservers[1]: expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got "dns.internal""#,
             #"conf/gateway.yaml:7: resolver.nameservers[2]: expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got "10.0.0.2:0""#,
@@ -438,6 +446,16 @@ import Testing
         BadCase(name: "a token header the gateway reads for something else", files: [("conf/tenants/example.yaml",
             ConfigFixture.minimalTenant + "token:\n  header: x_team_id\n" + routesLast)], expected: [
             "conf/tenants/example.yaml:4: token.header: x_team_id is a header the gateway or HTTP itself reads for something else; choose another header",
+        ]),
+        // `Proxy` and `Forwarded`, which the proxy removes (or keeps only from trusted peers),
+        // would have been passed upstream as the token header with forward_authorization (a
+        // sweep of stop 35's fixes: a client's httpoxy `Proxy` reached the upstream).
+        BadCase(name: "Proxy or Forwarded as the token header", files: [
+            ("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "token:\n  header: PROXY\nforward:\n  forward_authorization: true\n" + routesLast),
+            ("conf/tenants/other.yaml", "team_id: OTHER12345\nbundle_id: com.example.other\ntoken:\n  header: Forwarded\n" + routesLast),
+        ], expected: [
+            "conf/tenants/example.yaml:4: token.header: PROXY is a header the gateway or HTTP itself reads for something else; choose another header",
+            "conf/tenants/other.yaml:4: token.header: Forwarded is a header the gateway or HTTP itself reads for something else; choose another header",
         ]),
         BadCase(name: "bad forwarding", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development
