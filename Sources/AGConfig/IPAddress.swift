@@ -58,6 +58,8 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         case .v4(let value):
             return (0..<4).map { String((value >> (24 - 8 * $0)) & 0xFF) }.joined(separator: ".")
         case .v6(let value):
+            // RFC 5952 section 5: an IPv4-mapped address ends in dotted decimal.
+            if value >> 32 == 0xFFFF { return "::ffff:" + IPAddress.v4(UInt32(truncatingIfNeeded: value)).description }
             let groups = (0..<8).map { UInt16(truncatingIfNeeded: value >> (112 - 16 * $0)) }
             // RFC 5952: compress the longest run (of two or more) of zero groups.
             var best: (start: Int, length: Int) = (-1, 0)

@@ -37,6 +37,16 @@ import Testing
         #expect(Self.reference(text) == nil)
     }
 
+    /// RFC 5952 spellings; an IPv4-mapped address ends in dotted decimal (section 5: the
+    /// access log said `::ffff:102:304` for `::ffff:1.2.3.4`, a sweep of stop 35's fixes).
+    @Test(arguments: [
+        ("::ffff:1.2.3.4", "::ffff:1.2.3.4"), ("::FFFF:102:304", "::ffff:1.2.3.4"), ("2001:db8:0:0:0:0:0:1", "2001:db8::1"),
+        ("::1", "::1"), ("::", "::"), ("fe80::1:0:0:1", "fe80::1:0:0:1"), ("::fffe:1.2.3.4", "::fffe:102:304"),
+    ])
+    func v6Descriptions(_ text: String, _ spelled: String) throws {
+        #expect(try #require(IPAddress(text)).description == spelled)
+    }
+
     @Test func agreesWithTheReferenceOnRandomText() {
         var generator = SystemRandomNumberGenerator()
         let alphabet: [String] = ["0", "1", "2", "5", "9", ".", ".", "25", "255", "256", "00", "a", " ", "٣", "\u{301}", ":"]

@@ -15,6 +15,9 @@ import Testing
         ("a fragment after a query", "GET /a?x=1#b HTTP/1.1\r\nHost: h\r\n\r\n", .malformed("a fragment (#) in the request target")),
         ("CONNECT", "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n", .unsupportedMethod("CONNECT")),
         ("CONNECT with a path", "CONNECT /x HTTP/1.1\r\nHost: h\r\n\r\n", .unsupportedMethod("CONNECT")),
+        // Upstreams that upper-case methods would read these as CONNECT (sweep of stop 35's fixes).
+        ("connect", "connect /x HTTP/1.1\r\nHost: h\r\n\r\n", .unsupportedMethod("CONNECT")),
+        ("Connect", "Connect h:443 HTTP/1.1\r\nHost: h\r\n\r\n", .unsupportedMethod("CONNECT")),
     ]
 
     @Test(arguments: refused)

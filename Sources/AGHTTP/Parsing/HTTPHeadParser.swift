@@ -248,12 +248,13 @@ public enum HTTPHeadParser {
 
     /// `GET` and `POST` as string literals: decoding three or four bytes into a `String` (UTF-8
     /// validation of a small string) cost ~120 instructions per request. Others are decoded.
-    /// `CONNECT`, exactly (methods are case-sensitive, RFC 9110 section 9.1).
+    /// `CONNECT` in any case: methods are case-sensitive (RFC 9110 section 9.1), but upstreams
+    /// that upper-case them (gunicorn up to 22) would read `connect` as CONNECT.
     private static func isConnect(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
         guard range.count == 7 else { return false }
         var index = range.lowerBound
-        for letter in "CONNECT".utf8 {
-            guard bytes[index] == letter else { return false }
+        for letter in "connect".utf8 {
+            guard bytes[index] | 0x20 == letter else { return false }
             index += 1
         }
         return true
