@@ -52,10 +52,15 @@ public enum PlatformSSOScripts {
     /// The refresh's second round trip, after the signature and every claim passed: spends the
     /// server nonce first (so from here on it is spent whatever follows), then checks the device
     /// again (revoked or deleted since the first trip) and the refresh token:
-    /// - the family's current token rotates: the successor becomes current, the token presented
-    ///   becomes `prev`;
-    /// - `prev` again within `reuse_grace` of its rotation (its successor unused, or it would no
-    ///   longer be `prev`): a response was lost, a new successor replaces the unused one;
+    /// - the family's current token, or one of its unused siblings (`alts`, below), rotates: the
+    ///   successor becomes current, the token presented becomes `prev`, the siblings go;
+    /// - `prev` again within `reuse_grace` of its rotation (no successor used, or it would no
+    ///   longer be `prev`): a response was lost, or two requests ran in parallel: a new successor
+    ///   becomes current and the one it replaces joins `alts` (at most 8), valid until any of
+    ///   them is used. DESIGN 11 says the new successor *replaces* the unused one; but two
+    ///   parallel answers reach the Mac in either order, whatever the order of their commits,
+    ///   and the Mac keeps the last answer it got (a sweep, stop 35, saw it logged out in 15 to
+    ///   18 of 40 such pairs) — so the replacing happens when one of them is used;
     /// - any other token of the family is reuse: the whole family is revoked.
     ///
     /// A script that starts after `deadline` (the server's clock, µs) changes nothing and says
@@ -81,16 +86,20 @@ public enum PlatformSSOScripts {
         if not dev[1] then return {'device_unknown'} end
         if dev[2] == '1' then return {'device_disabled'} end
         if redis.call('GET', KEYS[3]) ~= ARGV[4] then return {'rt_unknown'} end
-        local fam = redis.call('HMGET', KEYS[4], 'kid', 'epoch', 'created', 'last', 'cur', 'prev', 'rot', 'rev')
+        local fam = redis.call('HMGET', KEYS[4], 'kid', 'epoch', 'created', 'last', 'cur', 'prev', 'rot', 'rev', 'alts')
         if fam[1] ~= ARGV[3] then return {'rt_unknown'} end
         if fam[8] == '1' or fam[2] ~= dev[1] then return {'rt_revoked'} end
         local created, last, rot = tonumber(fam[3]), tonumber(fam[4]), tonumber(fam[7])
         local ttl, idle, grace = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
         if now >= created + ttl or now >= last + idle then return {'rt_expired'} end
-        if ARGV[5] == fam[5] then
-          redis.call('HSET', KEYS[4], 'cur', ARGV[6], 'prev', ARGV[5], 'rot', now, 'last', now)
+        local alts = fam[9] or ''
+        if ARGV[5] == fam[5] or (alts ~= '' and string.find(' ' .. alts .. ' ', ' ' .. ARGV[5] .. ' ', 1, true)) then
+          redis.call('HSET', KEYS[4], 'cur', ARGV[6], 'prev', ARGV[5], 'rot', now, 'last', now, 'alts', '')
         elseif ARGV[5] == fam[6] and now - rot < grace then
-          redis.call('HSET', KEYS[4], 'cur', ARGV[6], 'last', now)
+          local kept = {}
+          for digest in string.gmatch(alts .. ' ' .. fam[5], '%S+') do kept[#kept + 1] = digest end
+          while #kept > 8 do table.remove(kept, 1) end
+          redis.call('HSET', KEYS[4], 'cur', ARGV[6], 'last', now, 'alts', table.concat(kept, ' '))
         else
           redis.call('HSET', KEYS[4], 'rev', '1')
           return {'rt_reused'}
@@ -102,17 +111,27 @@ public enum PlatformSSOScripts {
     /// Takes back a rotation whose answer the Mac never got: run after a commit that failed —
     /// replicas that did not confirm it (`redis.wait_replicas`), a lost connection — when the
     /// script may still have rotated the token on the primary. Only while the family still
-    /// stands as that commit left it (the successor current, the token presented before it): the
-    /// presented token is current again and the successor forgotten, as on a replica that never
-    /// got the rotation, so the Mac's retry with the token it holds is an ordinary refresh
-    /// rather than reuse. Changes nothing otherwise (the commit did not run, or refused).
+    /// stands as that commit left it (the successor current, the token presented before it):
+    /// after a rotation the presented token is current again, after a grace answer (`alts` not
+    /// empty) the successor it replaced is; the successor is forgotten, as on a replica that
+    /// never got the commit, so the Mac's retry with the token it holds is an ordinary refresh
+    /// (or grace answer) rather than reuse. Changes nothing otherwise (the commit did not run,
+    /// or refused).
     ///
     /// KEYS: family, successor `rt:`. ARGV: now, presented digest, successor digest. Reply: 1
     /// taken back, 0 nothing to take back.
     public static let undoRotation = RedisScript(LuaFragments.now + """
-        local fam = redis.call('HMGET', KEYS[1], 'cur', 'prev')
+        local fam = redis.call('HMGET', KEYS[1], 'cur', 'prev', 'alts')
         if fam[1] ~= ARGV[3] or fam[2] ~= ARGV[2] then return 0 end
-        redis.call('HSET', KEYS[1], 'cur', ARGV[2], 'prev', '')
+        local alts = fam[3] or ''
+        if alts == '' then
+          redis.call('HSET', KEYS[1], 'cur', ARGV[2], 'prev', '')
+        else
+          local kept = {}
+          for digest in string.gmatch(alts, '%S+') do kept[#kept + 1] = digest end
+          local replaced = table.remove(kept)
+          redis.call('HSET', KEYS[1], 'cur', replaced, 'alts', table.concat(kept, ' '))
+        end
         redis.call('DEL', KEYS[2])
         return 1
         """)

@@ -57,9 +57,13 @@ struct PlatformSSOConcurrencyTests {
         let successors = try zip(responses, requests).map { response, request in
             try sso.login(try #require(response), mac, request).refreshToken
         }
-        // The later one replaced the earlier one's unused successor: exactly one is current.
+        // The later commit's successor is current; the earlier one's stays valid beside it,
+        // since its answer may be the one that reached the Mac last (stop 35's race sweep).
         let current = try sso.currentDigest(ofFamilyOf: token)
         #expect(successors.filter { PlatformSSOGateway.digest($0) == current }.count == 1)
+        #expect(try !sso.familyRevoked(token))
+        let kept = try #require(successors.first { PlatformSSOGateway.digest($0) != current })
+        _ = try sso.rotate(mac, token: kept)
         #expect(try !sso.familyRevoked(token))
     }
 }

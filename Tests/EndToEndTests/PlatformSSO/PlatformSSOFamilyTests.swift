@@ -87,11 +87,35 @@ struct PlatformSSOFamilyTests {
         let replacement = try sso.rotate(mac, token: first)
         #expect(replacement != lostAgain)
         #expect(try sso.currentDigest(ofFamilyOf: first) == PlatformSSOGateway.digest(replacement))
-        // The replaced successor is now an old token of the family: presenting it is reuse.
-        try expectRefused(sso, mac, lost, status: 401, error: "invalid_grant",
-                          description: "refresh token reused; every token of its family is revoked", "the replaced successor")
-        try expectRefused(sso, mac, replacement, status: 401, error: "invalid_grant", description: "refresh token revoked",
+        // The successors it replaced stay valid until one of the three is used (the answers of
+        // parallel requests arrive in either order: the Mac may hold any); the first used ends
+        // the others, which are then old tokens of the family: presenting one is reuse.
+        sso.time.advance(.seconds(60))
+        let next = try sso.rotate(mac, token: lost)
+        try expectRefused(sso, mac, replacement, status: 401, error: "invalid_grant",
+                          description: "refresh token reused; every token of its family is revoked", "a sibling of the used one")
+        try expectRefused(sso, mac, next, status: 401, error: "invalid_grant", description: "refresh token revoked",
                           "family revoked")
+    }
+
+    /// Two requests with one token within the window, their answers arriving in the other
+    /// order than their commits: the Mac keeps the earlier commit's successor, which must work
+    /// (a sweep of concurrent refreshes, stop 35: the family was revoked in 15 to 18 of 40
+    /// such pairs, the Mac logged out).
+    @Test func theMacMayKeepEitherOfTwoGraceAnswers() throws {
+        let sso = try PlatformSSOGateway(settings: Self.lifetimes)
+        defer { sso.stop() }
+        let (mac, first) = try sso.enrolledMac()
+        let committedFirst = try sso.rotate(mac, token: first)
+        let committedSecond = try sso.rotate(mac, token: first)
+        #expect(try sso.currentDigest(ofFamilyOf: first) == PlatformSSOGateway.digest(committedSecond))
+        let next = try sso.rotate(mac, token: committedFirst)
+        #expect(try !sso.familyRevoked(first))
+        #expect(try sso.currentDigest(ofFamilyOf: first) == PlatformSSOGateway.digest(next))
+        _ = try sso.rotate(mac, token: next)
+        // The answer the Mac dropped is an old token now.
+        try expectRefused(sso, mac, committedSecond, status: 401, error: "invalid_grant",
+                          description: "refresh token reused; every token of its family is revoked", "the dropped answer")
     }
 
     @Test func theGraceWindowEndsAfterReuseGrace() throws {
@@ -236,5 +260,31 @@ struct PlatformSSOReplicationTests {
         let (again, _) = try sso.refresh(mac, token: token.text)
         #expect(again.status == 503 && again.oauthError == "temporarily_unavailable", "not reuse: \(again.text)")
         #expect(try sso.currentDigest(ofFamilyOf: token.text) == token.digest)
+    }
+
+    /// A grace answer (the rotated token presented again) no replica confirmed is taken back to
+    /// the successor it replaced: that one current again, no sibling kept.
+    @Test func aGraceAnswerNoReplicaConfirmedIsTakenBackToTheSuccessorItReplaced() throws {
+        let unreplicated = "redis:\n  url: \(TestGateway.sharedRedisURL)\n  timeout: 2s\n  wait_replicas: 1\n  wait_timeout: 50ms\n"
+        let sso = try PlatformSSOGateway(settings: PlatformSSOFamilyTests.lifetimes, gatewayYAML: unreplicated)
+        defer { sso.stop() }
+        let mac = try sso.newMac()
+        #expect(try sso.register(mac).status == 201)
+        // A family whose token `rotated` was rotated to `successor` just now, as Redis would hold it.
+        let rotated = PlatformSSORefreshToken.newFamily(using: SecureRandomBuffer())
+        let successor = rotated.successor(using: SecureRandomBuffer())
+        let familyKey = "ag:{\(sso.appID)}:psso:fam:\(rotated.familyID)"
+        let epoch = try sso.redis("HGET", "ag:{\(sso.appID)}:psso:dev:\(mac.keyID.urlSafe)", "epoch")
+        let now = String(sso.time.nowMicroseconds / 1000)
+        _ = try sso.redis("HSET", familyKey, "kid", mac.keyID.urlSafe, "epoch", epoch, "created", now, "last", now,
+                          "cur", successor.digest, "prev", rotated.digest, "rot", now, "rev", "0")
+        for token in [rotated, successor] { _ = try sso.redis("SET", "ag:{\(sso.appID)}:psso:rt:\(token.digest)", token.familyID) }
+
+        let (refused, _) = try sso.refresh(mac, token: rotated.text)
+        #expect(refused.status == 503 && refused.oauthError == "temporarily_unavailable", "\(refused.text)")
+        #expect(try sso.currentDigest(ofFamilyOf: rotated.text) == successor.digest, "the replaced successor is current again")
+        #expect(try sso.redis("HGET", familyKey, "prev") == rotated.digest)
+        #expect(try sso.redis("HGET", familyKey, "alts") == "")
+        #expect(try sso.redis("HGET", familyKey, "rev") == "0")
     }
 }
