@@ -184,7 +184,8 @@ import Testing
                 }.get()
                 #expect(try await run { done in parts.value.devices.revoke(tenant: tenant, keyID: keyID) { done($0) } }.get())
                 #expect(try await run { done in
-                    parts.value.devices.invalidate(tenant: tenant, keyID: imported, publicKey: [4] + [UInt8](repeating: 2, count: 64)) { done($0) }
+                    parts.value.devices.invalidate(tenant: tenant, keyID: imported, publicKey: [4] + [UInt8](repeating: 2, count: 64),
+                                                   counter: 7) { done($0) }
                 }.get())
                 let epoch = await run { done in
                     parts.value.redis.evalScript(StoreEpochScript.script, keys: [StoreEpochScript.key], args: ["0", "cluster-test"]) { done($0) }

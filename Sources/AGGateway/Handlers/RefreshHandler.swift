@@ -63,7 +63,7 @@ enum RefreshHandler {
             newCounter = try AssertionVerifier.verify(assertion: request.assertion, clientDataHash: request.clientDataHash,
                                                       publicKey: key, rpIDHash: tenant.rpIDHash, previousCounter: counter)
         } catch {
-            refuse(context, tenant: tenant, request: request, publicKey: publicKey, error: error)
+            refuse(context, tenant: tenant, request: request, publicKey: publicKey, counter: counter, error: error)
             return
         }
         let commit = RefreshCommit(tenant: tenant, keyID: request.keyID, expectedCounter: counter, newCounter: newCounter,
@@ -79,7 +79,7 @@ enum RefreshHandler {
     /// (the token's `sub`) can send them; they are answered with the same 409, and the record
     /// stays.
     private static func refuse(_ context: RequestContext, tenant: Tenant, request: RefreshRequest, publicKey: [UInt8],
-                               error: AssertionError) {
+                               counter: UInt32, error: AssertionError) {
         let services = context.services
         let kind = error.isSignedByStoredKey ? "signed" : "unsigned"
         services.metrics.increment("attestgate_assertion_refusals_total{kind=\"\(kind)\",reason=\"\(error.reason)\"}")
@@ -90,7 +90,7 @@ enum RefreshHandler {
             ])
             return context.fail(.assertionUnverified)
         }
-        services.devices.invalidate(tenant: tenant, keyID: request.keyID, publicKey: publicKey) { result in
+        services.devices.invalidate(tenant: tenant, keyID: request.keyID, publicKey: publicKey, counter: counter) { result in
             switch result {
             case .failure(let failure):
                 context.storeFailed(failure)

@@ -12,9 +12,11 @@ protocol DeviceRecords: AnyObject {
     /// Refresh, after the signature check: counter compare-and-set, subject, month count.
     func commitRefresh(_ request: RefreshCommit, completion: @escaping (Result<CommitOutcome, StoreFailure>) -> Void)
     /// Drops the stored attestation (the device must attest again) after its own key signed a
-    /// refused assertion; only while the record still holds `publicKey` and is not revoked.
-    /// Completes with whether it was deleted.
-    func invalidate(tenant: Tenant, keyID: String, publicKey: [UInt8], completion: @escaping (Result<Bool, StoreFailure>) -> Void)
+    /// refused assertion; only while the record still holds `publicKey` and `counter` (the
+    /// stored counter the assertion was judged against) and is not revoked. Completes with
+    /// whether it was deleted.
+    func invalidate(tenant: Tenant, keyID: String, publicKey: [UInt8], counter: UInt32,
+                    completion: @escaping (Result<Bool, StoreFailure>) -> Void)
     /// Validate, before the attestation check: revocation, quota, challenge.
     func prepareAttestation(_ request: AttestationPreparation,
                             completion: @escaping (Result<AttestationPrepared, StoreFailure>) -> Void)

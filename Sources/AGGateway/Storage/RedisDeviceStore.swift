@@ -104,9 +104,10 @@ final class RedisDeviceStore: DeviceRecords {
         }
     }
 
-    func invalidate(tenant: Tenant, keyID: String, publicKey: [UInt8], completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
+    func invalidate(tenant: Tenant, keyID: String, publicKey: [UInt8], counter: UInt32,
+                    completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
         redis.evalScript(DeviceScripts.invalidate, keys: [Self.deviceKey(tenant, keyID), tenant.deviceEpochKey],
-                         args: [String(time.nowMicroseconds), Base64.encode(publicKey), DeviceEpoch.seed()]) { result in
+                         args: [String(time.nowMicroseconds), Base64.encode(publicKey), DeviceEpoch.seed(), String(counter)]) { result in
             completion(Self.store(result).flatMap { value in
                 guard let deleted = value.int else {
                     return .failure(StoreFailure(description: "unexpected reply from the invalidate script"))

@@ -50,15 +50,20 @@ public enum DeviceScripts {
 
     /// Invalidates a stored attestation after an assertion that its own key signed was refused
     /// (wrong RP ID hash, counter not increased). Deletes the record only while it still holds
-    /// that key and is not revoked: a device that re-attested meanwhile keeps its new record,
-    /// and a revocation (an operator's decision) is never erased by a refresh. A deletion bumps
-    /// the tenant's device epoch, so every worker reads the record again (and refuses).
+    /// that key and the counter the assertion was judged against, and is not revoked: a device
+    /// that re-attested meanwhile keeps its new record, a key an operator imported again
+    /// meanwhile (a new counter) is kept (a race sweep, stop 35: a stale refresh deleted the
+    /// record a concurrent import had just answered 200 for, in 66 of 150 trials), and a
+    /// revocation (an operator's decision) is never erased by a refresh. A deletion bumps the
+    /// tenant's device epoch, so every worker reads the record again (and refuses).
     ///
     /// KEYS: device, the tenant's device epoch. ARGV: now, pk (base64 X9.63) the assertion
-    /// verified with, epoch seed. Reply: 1 deleted, 0 kept (gone, replaced or revoked).
+    /// verified with, epoch seed, the stored counter it was judged against. Reply: 1 deleted, 0
+    /// kept (gone, replaced, imported again or revoked).
     public static let invalidate = RedisScript(LuaFragments.now + LuaFragments.deviceEpoch + """
-        local dev = redis.call('HMGET', KEYS[1], 'pk', 'rev')
+        local dev = redis.call('HMGET', KEYS[1], 'pk', 'rev', 'ctr')
         if dev[1] ~= ARGV[2] or dev[2] == '1' then return 0 end
+        if tonumber(dev[3] or '0') ~= tonumber(ARGV[4]) then return 0 end
         redis.call('DEL', KEYS[1])
         bump_device_epoch(KEYS[2], ARGV[3])
         return 1

@@ -43,7 +43,8 @@ final class FakeDevices: DeviceRecords, DeviceAdministration {
         completion(commitRefreshReply)
     }
 
-    func invalidate(tenant: Tenant, keyID: String, publicKey: [UInt8], completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
+    func invalidate(tenant: Tenant, keyID: String, publicKey: [UInt8], counter: UInt32,
+                    completion: @escaping (Result<Bool, StoreFailure>) -> Void) {
         invalidated.append(keyID)
         completion(.success(true))
     }
