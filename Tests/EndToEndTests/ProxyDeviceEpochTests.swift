@@ -107,7 +107,9 @@ struct ProxyDeviceEpochTests {
             for _ in 0..<4 { #expect(try setup.fixture.get("/api/warm", token: setup.token).status == 200) }
             // The refresh's invalidation (an assertion the stored key signed, refused): the record goes.
             let pk = try RedisCLI.run(setup.url, "HGET", setup.deviceKey, "pk")
-            #expect(try setup.run(DeviceScripts.invalidate.source, keys: [setup.deviceKey, setup.epochKey], args: [pk, "1"]) == "1")
+            let counter = try RedisCLI.run(setup.url, "HGET", setup.deviceKey, "ctr")
+            #expect(try setup.run(DeviceScripts.invalidate.source, keys: [setup.deviceKey, setup.epochKey],
+                                  args: [pk, "1", counter.isEmpty ? "0" : counter]) == "1")
             setup.time.advance(Self.bound)
             let refused = try setup.fixture.get("/api/after", token: setup.token)
             #expect(refused.status == 403)
