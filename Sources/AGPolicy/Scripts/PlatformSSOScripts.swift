@@ -110,20 +110,33 @@ public enum PlatformSSOScripts {
 
     /// Takes back a rotation whose answer the Mac never got: run after a commit that failed —
     /// replicas that did not confirm it (`redis.wait_replicas`), a lost connection — when the
-    /// script may still have rotated the token on the primary. Only while the family still
-    /// stands as that commit left it (the successor current, the token presented before it):
-    /// after a rotation the presented token is current again, after a grace answer (`alts` not
-    /// empty) the successor it replaced is; the successor is forgotten, as on a replica that
-    /// never got the commit, so the Mac's retry with the token it holds is an ordinary refresh
-    /// (or grace answer) rather than reuse. Changes nothing otherwise (the commit did not run,
-    /// or refused).
+    /// script may still have rotated the token on the primary. The successor is forgotten
+    /// wherever it stands, as on a replica that never got the commit, so the Mac's retry with
+    /// the token it holds is an ordinary refresh (or grace answer) rather than reuse:
+    /// - still current, the token presented before it: after a grace answer (`alts` not empty)
+    ///   the successor it replaced is current again, after a rotation the presented token;
+    /// - replaced meanwhile by a later grace answer (it sits in `alts`): it leaves `alts` — else
+    ///   that later answer's own undo would make it current again, a token the Mac never got,
+    ///   and the Mac's retry with the token it holds would be reuse once the window closed (a
+    ///   sweep of stop 35's fixes: two parallel refreshes both refused, in 2 of 5 runs);
+    /// - anything else (the commit did not run, refused, or was used since): nothing changes.
     ///
     /// KEYS: family, successor `rt:`. ARGV: now, presented digest, successor digest. Reply: 1
     /// taken back, 0 nothing to take back.
     public static let undoRotation = RedisScript(LuaFragments.now + """
         local fam = redis.call('HMGET', KEYS[1], 'cur', 'prev', 'alts')
-        if fam[1] ~= ARGV[3] or fam[2] ~= ARGV[2] then return 0 end
         local alts = fam[3] or ''
+        if fam[1] ~= ARGV[3] then
+          local kept, found = {}, false
+          for digest in string.gmatch(alts, '%S+') do
+            if digest == ARGV[3] then found = true else kept[#kept + 1] = digest end
+          end
+          if not found then return 0 end
+          redis.call('HSET', KEYS[1], 'alts', table.concat(kept, ' '))
+          redis.call('DEL', KEYS[2])
+          return 1
+        end
+        if fam[2] ~= ARGV[2] then return 0 end
         if alts == '' then
           redis.call('HSET', KEYS[1], 'cur', ARGV[2], 'prev', '')
         else
