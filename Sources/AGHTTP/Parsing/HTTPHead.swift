@@ -25,15 +25,28 @@ public struct HTTPRequestHead: Sendable {
     static let unparsed = HTTPRequestHead(method: "", target: "", versionMinor: 1, headers: HTTPFields(), targetRange: 0..<0,
                                           authorityRange: nil, targetLacksSlash: false)
 
-    /// `unparsed`, with the method and target of `head`'s request line when they read as such
+    /// `unparsed`, with the method and path of `head`'s request line when they read as such
     /// (a token, then visible ASCII up to the next space), so that the access-log line of a
     /// refused request says what was asked; empty otherwise. Only the refusal path calls it.
+    /// Logged like an accepted request's: the path alone — no query, no fragment, and of an
+    /// absolute-form target nothing before its path (its authority may hold `user:password@`:
+    /// a sweep of stop 35's fixes found refused ones logged whole); a target in any other form
+    /// (`host:port`, `*`) only without an `@`.
     static func unparsed(requestLineOf head: [UInt8]) -> HTTPRequestHead {
         let line = head.prefix { $0 != 0x0D && $0 != 0x0A }
         let parts = line.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, (1...32).contains(parts[0].count), parts[0].allSatisfy(HTTPHeadParser.isTokenByte),
               !parts[1].isEmpty, parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return unparsed }
-        return HTTPRequestHead(method: String(decoding: parts[0], as: UTF8.self), target: String(decoding: parts[1], as: UTF8.self),
+        var path = parts[1].prefix { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        if path.first != UInt8(ascii: "/") {
+            if let scheme = path.firstRange(of: Array("://".utf8)) {
+                let afterScheme = path[scheme.upperBound...]
+                path = afterScheme.firstIndex(of: UInt8(ascii: "/")).map { afterScheme[$0...] } ?? afterScheme[afterScheme.endIndex...]
+            } else if path.contains(UInt8(ascii: "@")) {
+                path = path[path.endIndex...]
+            }
+        }
+        return HTTPRequestHead(method: String(decoding: parts[0], as: UTF8.self), target: String(decoding: path, as: UTF8.self),
                                versionMinor: 1, headers: HTTPFields(), targetRange: 0..<0, authorityRange: nil, targetLacksSlash: false)
     }
 
