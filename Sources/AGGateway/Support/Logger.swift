@@ -106,13 +106,39 @@ public enum LogValue: Sendable, ExpressibleByStringLiteral, ExpressibleByInteger
         }
     }
 
+    /// The value in a `log.format: text` line: a string as it is while it is plain, else quoted
+    /// with `"`, `\` and control characters escaped, so that no value (a file name with a
+    /// newline, a sweep of stop 35's fixes found) can end its line or forge another.
     var text: String {
         switch self {
-        case .string(let s): s.contains(" ") ? "\"\(s)\"" : s
+        case .string(let s): Self.isPlain(s) ? s : Self.quoted(s)
         case .int(let i): String(i)
         case .double(let d): String(d)
         case .bool(let b): String(b)
         }
+    }
+
+    private static func isPlain(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+            && !s.unicodeScalars.contains { (0x80...0x9F).contains($0.value) }
+    }
+
+    private static func quoted(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 }
 
