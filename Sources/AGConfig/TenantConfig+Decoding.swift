@@ -238,7 +238,7 @@ extension TenantConfig {
         case .failure(.malformed) where text.contains("@"):
             // Userinfo may hold a password, with any byte in it (`/` too): a refused URL with an
             // `@` anywhere is not repeated, as the error goes to the log and the admin answer.
-            d.report(field, "credentials (user:password@) are not accepted in an upstream URL, and the URL is not repeated here; expected http:// or https:// then host[:port][/base path]")
+            d.report(field, "an upstream URL may not hold @ (credentials, user:password@, are not accepted, and the URL is not repeated here); expected http:// or https:// then host[:port][/base path]")
         case .failure(.malformed):
             d.report(field, "expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name), got \(ConfigDecoder.quoted(text))")
         }

@@ -227,15 +227,15 @@ import Testing
         // Never echoed: the error goes to the log and the admin reload answer (an operations
         // sweep, stop 35, found the password in both; redis.url's errors were redacted).
         BadCase(name: "upstream with credentials", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: https://svc:hunter2@api.example.com/v1\nroutes: [{ prefix: /api/ }]\n")], expected: [
-            "conf/tenants/example.yaml:3: upstream: credentials (user:password@) are not accepted in an upstream URL, and the URL is not repeated here; expected http:// or https:// then host[:port][/base path]",
+            "conf/tenants/example.yaml:3: upstream: an upstream URL may not hold @ (credentials, user:password@, are not accepted, and the URL is not repeated here); expected http:// or https:// then host[:port][/base path]",
         ]),
         // Nor with a `/` in the password, or a scheme mistyped (the sweep of stop 35's fixes).
         BadCase(name: "upstream with credentials holding a slash", files: [
             ("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "upstream: http://svc:q8Zr/Xy+Pw==@127.0.0.1:8080\nroutes: [{ prefix: /api/ }]\n"),
             ("conf/tenants/other.yaml", "team_id: OTHER12345\nbundle_id: com.example.other\nupstream: http:/svc:hunter2@h\nroutes: [{ prefix: /api/ }]\n"),
         ], expected: [
-            "conf/tenants/example.yaml:3: upstream: credentials (user:password@) are not accepted in an upstream URL, and the URL is not repeated here; expected http:// or https:// then host[:port][/base path]",
-            "conf/tenants/other.yaml:3: upstream: credentials (user:password@) are not accepted in an upstream URL, and the URL is not repeated here; expected http:// or https:// then host[:port][/base path]",
+            "conf/tenants/example.yaml:3: upstream: an upstream URL may not hold @ (credentials, user:password@, are not accepted, and the URL is not repeated here); expected http:// or https:// then host[:port][/base path]",
+            "conf/tenants/other.yaml:3: upstream: an upstream URL may not hold @ (credentials, user:password@, are not accepted, and the URL is not repeated here); expected http:// or https:// then host[:port][/base path]",
         ]),
         BadCase(name: "bad resolver", files: [("conf/gateway.yaml", gatewayWith("resolver:\n  nameservers: [10.0.0.2, dns.internal, \"10.0.0.2:0\"]\n  timeout: 0s\n"))], expected: [
             #"conf/gateway.yaml:7: resolver.nameservers[1]: expected an IP address with an optional port (10.0.0.2, 10.0.0.2:5353, [fd00::2]:53), got "dns.internal""#,

@@ -96,7 +96,7 @@ enum RefreshHandler {
                 context.storeFailed(failure)
             case .success(let deleted):
                 services.logger.info(deleted ? "assertion refused, attestation invalidated"
-                                             : "assertion refused, record already replaced or revoked", [
+                                             : "assertion refused, record kept (replaced, imported again, its counter moved, or revoked)", [
                     ("tenant", .string(tenant.appID)), ("reason", .string(error.reason)),
                 ])
                 context.fail(.reattestRequired)
