@@ -6,7 +6,9 @@ extension HTTPServerConnection {
     /// Moves available body bytes to the request's consumer.
     func pumpBody() {
         guard let request = current, !request.bodyPaused else { return }
-        if request.expectContinuePending, !request.decoder.isDone {
+        // Also for an empty body (`Content-Length: 0`), as nginx does: RFC 9110 section 10.1.1
+        // lets a server omit it then, but Java 17's HttpClient waits for it forever.
+        if request.expectContinuePending {
             request.expectContinuePending = false
             if !request.responseStarted {
                 evbuffer_add(output, Self.continueLine, Self.continueLine.count)
