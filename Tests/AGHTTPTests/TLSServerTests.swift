@@ -126,6 +126,16 @@ import Testing
         #expect(negotiated.ok)
         #expect(negotiated.alpn == "http/1.1")
 
+        // An HTTP/1.0 client's offer is served as on the plain listener (curl --http1.0 was
+        // refused with no_application_protocol: an interop sweep, stop 35); http/1.1 is preferred.
+        for (offer, chosen) in [(["http/1.0"], "http/1.0"), (["h2", "http/1.0"], "http/1.0"), (["http/1.0", "http/1.1"], "http/1.1")] {
+            var options = TLSTestClient.Options(port: server.port, requests: [.init("GET", "/")])
+            options.alpn = offer
+            let result = try TLSTestClient.run(options)
+            #expect(result.ok, "\(offer): \(result.error ?? "")")
+            #expect(result.alpn == chosen, "\(offer)")
+        }
+
         var none = TLSTestClient.Options(port: server.port, requests: [.init("GET", "/")])
         none.alpn = []
         let withoutALPN = try TLSTestClient.run(none)

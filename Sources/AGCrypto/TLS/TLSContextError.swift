@@ -78,6 +78,7 @@ enum TLSContextSettings {
     static let tls13Suites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
     /// The one application protocol spoken, in ALPN wire form (length-prefixed).
     static let alpnHTTP11: [UInt8] = [8] + Array("http/1.1".utf8)
+    static let alpnHTTP10: [UInt8] = [8] + Array("http/1.0".utf8)
 
     /// A new `SSL_CTX` for `method` with the shared settings; the caller owns it.
     static func makeContext(_ method: OpaquePointer?) throws(TLSContextError) -> OpaquePointer {

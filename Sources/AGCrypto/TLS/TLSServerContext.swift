@@ -6,9 +6,10 @@ internal import Glibc
 /// checked when built, and the protocol policy every connection it accepts follows.
 ///
 /// Policy: TLS 1.2 and 1.3 only; ECDHE with AEAD ciphers for TLS 1.2 and the three TLS 1.3
-/// suites; the server's cipher order wins; no renegotiation, no compression; ALPN `http/1.1`
-/// only — a client that offers ALPN without it is refused with `no_application_protocol`
-/// (RFC 7301 section 3.2) rather than left to speak a protocol the server does not.
+/// suites; the server's cipher order wins; no renegotiation, no compression; ALPN `http/1.1`,
+/// else `http/1.0` (as nginx; curl --http1.0 offers only that) — a client that offers ALPN
+/// with neither is refused with `no_application_protocol` (RFC 7301 section 3.2) rather than
+/// left to speak a protocol the server does not.
 ///
 /// Built once per configuration snapshot and shared by every worker thread.
 /// `@unchecked Sendable` invariant: the `SSL_CTX` is fully configured in `init` and never
@@ -50,10 +51,12 @@ public final class TLSServerContext: @unchecked Sendable {
         _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_SESS_CACHE_SIZE, Self.sessionCacheSize, nil)
         SSL_CTX_set_alpn_select_cb(context, { _, selected, selectedLength, offered, offeredLength, _ in
             guard let selected, let selectedLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-            guard let match = TLSServerContext.findHTTP11(in: UnsafeBufferPointer(start: offered, count: Int(offeredLength)))
+            let list = UnsafeBufferPointer(start: offered, count: Int(offeredLength))
+            guard let match = TLSServerContext.find(TLSContextSettings.alpnHTTP11, in: list)
+                    ?? TLSServerContext.find(TLSContextSettings.alpnHTTP10, in: list)
             else { return SSL_TLSEXT_ERR_ALERT_FATAL }
             selected.pointee = offered + match
-            selectedLength.pointee = UInt8(TLSContextSettings.alpnHTTP11.count - 1)
+            selectedLength.pointee = UInt8(TLSContextSettings.alpnHTTP11.count - 1)  // both names are 8 bytes
             return SSL_TLSEXT_ERR_OK
         }, nil)
         let leaf = SSL_CTX_get0_certificate(context)
@@ -89,10 +92,9 @@ public final class TLSServerContext: @unchecked Sendable {
         SSL_new(pointer)
     }
 
-    /// The offset of the `http/1.1` name inside an ALPN protocol list (length-prefixed names),
-    /// or nil when the list does not offer it or is malformed.
-    static func findHTTP11(in list: UnsafeBufferPointer<UInt8>) -> Int? {
-        let wanted = TLSContextSettings.alpnHTTP11
+    /// The offset of the name `wanted` (length-prefixed, as in the list) inside an ALPN protocol
+    /// list (length-prefixed names), or nil when the list does not offer it or is malformed.
+    static func find(_ wanted: [UInt8], in list: UnsafeBufferPointer<UInt8>) -> Int? {
         var offset = 0
         while offset < list.count {
             let length = Int(list[offset])
