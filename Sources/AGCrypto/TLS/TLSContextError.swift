@@ -76,7 +76,7 @@ enum TLSContextSettings {
     /// TLS 1.3 suites (all three are AEAD; this is OpenSSL's default order, written down so a
     /// change of defaults cannot weaken it).
     static let tls13Suites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
-    /// The one application protocol spoken, in ALPN wire form (length-prefixed).
+    /// The application protocols spoken (HTTP/1.1 preferred), in ALPN wire form (length-prefixed).
     static let alpnHTTP11: [UInt8] = [8] + Array("http/1.1".utf8)
     static let alpnHTTP10: [UInt8] = [8] + Array("http/1.0".utf8)
 
