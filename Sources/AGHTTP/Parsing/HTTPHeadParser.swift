@@ -246,8 +246,6 @@ public enum HTTPHeadParser {
         return value == 0 ? BodyFraming.none : .length(value)
     }
 
-    /// `GET` and `POST` as string literals: decoding three or four bytes into a `String` (UTF-8
-    /// validation of a small string) cost ~120 instructions per request. Others are decoded.
     /// `CONNECT` in any case: methods are case-sensitive (RFC 9110 section 9.1), but upstreams
     /// that upper-case them (gunicorn up to 22) would read `connect` as CONNECT.
     private static func isConnect(_ bytes: Span<UInt8>, _ range: Range<Int>) -> Bool {
@@ -260,6 +258,8 @@ public enum HTTPHeadParser {
         return true
     }
 
+    /// `GET` and `POST` as string literals: decoding three or four bytes into a `String` (UTF-8
+    /// validation of a small string) cost ~120 instructions per request. Others are decoded.
     private static func knownMethod(_ bytes: Span<UInt8>, _ range: Range<Int>) -> String? {
         switch range.count {
         case 3 where bytes[range.lowerBound] == UInt8(ascii: "G") && bytes[range.lowerBound + 1] == UInt8(ascii: "E")
