@@ -3,13 +3,24 @@ import AGConfig
 /// Lua pieces the gateway's scripts are composed from.
 ///
 /// Every script takes the time from its caller: `ARGV[1]` is now in Unix µs (a `TimeSource`),
-/// and no script calls Redis `TIME`, so tests can replay exact timelines and advance time
-/// instead of sleeping.
+/// so tests can replay exact timelines and advance time instead of sleeping. Only the Platform
+/// SSO refresh reads Redis `TIME` besides: its prepare script reports it and its commit checks
+/// its deadline against it (`PlatformSSOScripts`), both on the server's own clock by design.
 public enum LuaFragments {
     /// Defines `now_us` (Unix µs, from `ARGV[1]`) and `now` (Unix ms).
     public static let now = """
         local now_us = tonumber(ARGV[1])
         local now = math.floor(now_us / 1000)
+
+        """
+
+    /// `words(text)`: the space-separated words of `text` as a list (a family's `alts`).
+    public static let words = """
+        local function words(text)
+          local list = {}
+          for word in string.gmatch(text, '%S+') do list[#list + 1] = word end
+          return list
+        end
 
         """
 

@@ -72,7 +72,7 @@ public enum PlatformSSOScripts {
     /// ms, kid, family id, presented digest, successor digest, family ttl ms, idle ms, grace ms,
     /// deadline ('' = none). Reply: `{'ok', refresh_token_expires_in seconds}`, `{'late'}` or a
     /// refusal `{code}`.
-    public static let commitRefresh = RedisScript(LuaFragments.now + """
+    public static let commitRefresh = RedisScript(LuaFragments.now + LuaFragments.words + """
         if ARGV[10] ~= '' then
           local t = redis.call('TIME')
           if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(ARGV[10]) then return {'late'} end
@@ -96,8 +96,7 @@ public enum PlatformSSOScripts {
         if ARGV[5] == fam[5] or (alts ~= '' and string.find(' ' .. alts .. ' ', ' ' .. ARGV[5] .. ' ', 1, true)) then
           redis.call('HSET', KEYS[4], 'cur', ARGV[6], 'prev', ARGV[5], 'rot', now, 'last', now, 'alts', '')
         elseif ARGV[5] == fam[6] and now - rot < grace then
-          local kept = {}
-          for digest in string.gmatch(alts .. ' ' .. fam[5], '%S+') do kept[#kept + 1] = digest end
+          local kept = words(alts .. ' ' .. fam[5])
           while #kept > 8 do table.remove(kept, 1) end
           redis.call('HSET', KEYS[4], 'cur', ARGV[6], 'last', now, 'alts', table.concat(kept, ' '))
         else
@@ -123,12 +122,12 @@ public enum PlatformSSOScripts {
     ///
     /// KEYS: family, successor `rt:`. ARGV: now, presented digest, successor digest. Reply: 1
     /// taken back, 0 nothing to take back.
-    public static let undoRotation = RedisScript(LuaFragments.now + """
+    public static let undoRotation = RedisScript(LuaFragments.now + LuaFragments.words + """
         local fam = redis.call('HMGET', KEYS[1], 'cur', 'prev', 'alts')
         local alts = fam[3] or ''
         if fam[1] ~= ARGV[3] then
           local kept, found = {}, false
-          for digest in string.gmatch(alts, '%S+') do
+          for _, digest in ipairs(words(alts)) do
             if digest == ARGV[3] then found = true else kept[#kept + 1] = digest end
           end
           if not found then return 0 end
@@ -140,8 +139,7 @@ public enum PlatformSSOScripts {
         if alts == '' then
           redis.call('HSET', KEYS[1], 'cur', ARGV[2], 'prev', '')
         else
-          local kept = {}
-          for digest in string.gmatch(alts, '%S+') do kept[#kept + 1] = digest end
+          local kept = words(alts)
           local replaced = table.remove(kept)
           redis.call('HSET', KEYS[1], 'cur', replaced, 'alts', table.concat(kept, ' '))
         end
