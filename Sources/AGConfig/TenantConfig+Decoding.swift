@@ -235,12 +235,12 @@ extension TenantConfig {
         switch UpstreamURL.parse(text) {
         case .success(let url):
             return url
-        case .failure(.malformed) where text.contains("@"):
-            // Userinfo may hold a password, with any byte in it (`/` too): a refused URL with an
-            // `@` anywhere is not repeated, as the error goes to the log and the admin answer.
+        case .failure(.credentials):
             d.report(field, "an upstream URL may not hold @ (credentials, user:password@, are not accepted, and the URL is not repeated here); expected http:// or https:// then host[:port][/base path]")
-        case .failure(.malformed):
-            d.report(field, "expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name), got \(ConfigDecoder.quoted(text))")
+        case .failure(let error):
+            // Not repeated either: a password may sit where a host or port is expected
+            // (`http://u:pw%40host`), or in a query (an independent sweep, stop 36).
+            d.report(field, "expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name): \(error.reason) (the URL is not repeated here)")
         }
         return nil
     }

@@ -10,9 +10,25 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
     /// `https://`: the upstream is reached over TLS and its certificate verified.
     public let isTLS: Bool
 
-    /// Why an upstream URL was refused.
+    /// Why an upstream URL was refused. The reasons name the part that is wrong without
+    /// repeating any of it: a refused URL may hold a secret (a password, a query key) and its
+    /// error goes to the log and the admin reload answer.
     enum ParseError: Error, Equatable {
-        case malformed
+        case scheme
+        case credentials
+        case forbiddenCharacter
+        case authority
+        case basePath
+
+        var reason: String {
+            switch self {
+            case .scheme: "it does not start with http:// or https://"
+            case .credentials: "credentials (user:password@) are not accepted"
+            case .forbiddenCharacter: "a query (?), a fragment (#), a backslash or white space is not accepted"
+            case .authority: "the host or the port is not valid"
+            case .basePath: "the base path must be visible ASCII without . or .. segments"
+            }
+        }
     }
 
     /// Parses and validates.
@@ -26,16 +42,18 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
             isTLS = false
             rest = text.dropFirst("http://".count)
         } else {
-            return .failure(.malformed)
+            return .failure(text.contains("@") ? .credentials : .scheme)
         }
-        guard !rest.contains(where: { $0 == "?" || $0 == "#" || $0 == "@" || $0 == "\\" || $0.isWhitespace })
-        else { return .failure(.malformed) }
-        guard let authority = HostName.parseAuthority(rest, defaultPort: isTLS ? 443 : 80) else { return .failure(.malformed) }
+        // Userinfo may hold any byte (`/`, `?`, `#` too): an `@` anywhere is read as credentials.
+        guard !rest.contains("@") else { return .failure(.credentials) }
+        guard !rest.contains(where: { $0 == "?" || $0 == "#" || $0 == "\\" || $0.isWhitespace })
+        else { return .failure(.forbiddenCharacter) }
+        guard let authority = HostName.parseAuthority(rest, defaultPort: isTLS ? 443 : 80) else { return .failure(.authority) }
         var base = String(authority.rest)
         while base.hasSuffix("/") { base.removeLast() }
         guard base.allSatisfy(\.isVisibleASCII),
               !base.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
-        else { return .failure(.malformed) }
+        else { return .failure(.basePath) }
         return .success(UpstreamURL(host: authority.host, isIPv6: authority.isIPv6, port: authority.port,
                                     basePath: base, isTLS: isTLS))
     }

@@ -112,7 +112,12 @@ import Testing
     @Test func httpsUpstreamsSayTheyAreTLS() throws {
         #expect(try UpstreamURL.parse("https://api.example.com").get().isTLS)
         #expect(try UpstreamURL.parse("http://api.example.com").get().isTLS == false)
-        #expect(UpstreamURL.parse("ftp://api.example.com") == .failure(.malformed))
+        #expect(UpstreamURL.parse("ftp://api.example.com") == .failure(.scheme))
+        #expect(UpstreamURL.parse("ftp://u:pw@api.example.com") == .failure(.credentials))
+        #expect(UpstreamURL.parse("http://u:pw/x@api.example.com") == .failure(.credentials))
+        #expect(UpstreamURL.parse("http://api.example.com/a#b") == .failure(.forbiddenCharacter))
+        #expect(UpstreamURL.parse("http://host:0") == .failure(.authority))
+        #expect(UpstreamURL.parse("http://host/../x") == .failure(.basePath))
     }
 
     static let redisURLs: [(String, String?, String?)] = [
