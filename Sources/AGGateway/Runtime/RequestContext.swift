@@ -94,7 +94,8 @@ final class RequestContext {
     /// none is configured).
     private var loggedClient: String {
         guard snapshot.config.gateway.server.trusts(peer: request.remoteAddress) else { return request.remoteAddress }
-        return clientIP.description
+        // Spelt as its per-IP buckets are keyed (`BucketCheck`): an IPv4-mapped entry as IPv4.
+        return clientIP.unmappingIPv4.description
     }
 }
 
