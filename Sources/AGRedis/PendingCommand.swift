@@ -43,6 +43,10 @@ struct RedisCommand {
     let completion: (Result<RedisValue, RedisError>) -> Void
     /// MOVED/ASK redirects followed so far; bounded so a confused cluster cannot loop us.
     var redirects = 0
+    /// The refusal that parked it (`TRYAGAIN …` while its keys are split by a resharding,
+    /// `CLUSTERDOWN …`): named when the deadline passes with the command still parked, so the
+    /// error says the cluster refused it rather than that the cluster was unreachable.
+    var parkedBy: String?
     /// `WAIT` for this many replicas (within the duration) right after the command, on the
     /// same connection, before completing; see `RedisClient.send(_:confirmedBy:within:completion:)`.
     var confirmation: (replicas: Int, within: Duration)?

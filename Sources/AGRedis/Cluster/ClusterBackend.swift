@@ -115,7 +115,11 @@ final class ClusterBackend: RedisBackend {
             } else if message.hasPrefix("TRYAGAIN") || message.hasPrefix("CLUSTERDOWN") {
                 // Not executed: a migration of the command's keys, or a cluster without quorum
                 // for a moment. Wait for the next refresh, then try again.
-                retry(command, error: error) { parked.park($0) }
+                retry(command, error: error) { retried in
+                    var waiting = retried
+                    waiting.parkedBy = message
+                    parked.park(waiting)
+                }
                 requestRefresh()
             } else {
                 command.completion(.failure(error))

@@ -21,7 +21,7 @@ final class ParkedCommands {
 
     func park(_ command: RedisCommand) {
         guard command.deadline > .now else {
-            command.completion(.failure(.unavailable(reason())))
+            command.completion(.failure(.unavailable(why(command) ?? reason())))
             return
         }
         entries.append(command)
@@ -61,7 +61,12 @@ final class ParkedCommands {
             timer?.arm(after: next - now)
         }
         guard !expired.isEmpty else { return }
-        let why = reason()
-        for command in expired { command.completion(.failure(.unavailable(why))) }
+        let ownersReason = reason()
+        for command in expired { command.completion(.failure(.unavailable(why(command) ?? ownersReason))) }
+    }
+
+    /// The command's own reason for waiting, when a server refused it (`RedisCommand.parkedBy`).
+    private func why(_ command: RedisCommand) -> String? {
+        command.parkedBy.map { "not served within the deadline: the cluster kept answering \($0)" }
     }
 }
