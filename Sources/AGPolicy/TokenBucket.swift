@@ -70,16 +70,12 @@ public struct TokenBucket: Sendable, Hashable {
 
     /// Takes one token if there is one, after refilling to `now` under `limitPerMinute`.
     ///
-    /// A refused take takes nothing, so a rate-limited request spends no token; it leaves the
-    /// bucket as it was unless the limit changed, which it records (the refill up to `now` it
-    /// writes is the one any later take would make; the script does the same).
+    /// A refused take leaves the bucket as it was (the script writes nothing either), so a
+    /// rate-limited request changes no state.
     public mutating func take(now: Int64, limitPerMinute: Int) -> Decision {
         var next = self
         next.refill(now: now, limitPerMinute: limitPerMinute)
-        guard next.hasToken else {
-            if next.limitPerMinute != self.limitPerMinute { self = next }
-            return next.decision(allowed: false)
-        }
+        guard next.hasToken else { return next.decision(allowed: false) }
         next.consume()
         self = next
         return next.decision(allowed: true)
@@ -87,16 +83,12 @@ public struct TokenBucket: Sendable, Hashable {
 
     /// Takes as many tokens as there are, up to `count` (a lease for local spending), after
     /// refilling to `now` under `limitPerMinute`. `granted` is 0 when the bucket holds no whole
-    /// token, and then the bucket is left as it was (but for a changed limit, as in `take`); the
-    /// decision is allowed when any was granted.
+    /// token, and then the bucket is left as it was; the decision is allowed when any was granted.
     public mutating func take(upTo count: Int, now: Int64, limitPerMinute: Int) -> (granted: Int, decision: Decision) {
         var next = self
         next.refill(now: now, limitPerMinute: limitPerMinute)
         let granted = Int(min(Int64(max(1, count)), next.units / Self.unitsPerToken))
-        guard granted > 0 else {
-            if next.limitPerMinute != self.limitPerMinute { self = next }
-            return (0, next.decision(allowed: false))
-        }
+        guard granted > 0 else { return (0, next.decision(allowed: false)) }
         next.units -= Int64(granted) * Self.unitsPerToken
         self = next
         return (granted, next.decision(allowed: true))
@@ -107,23 +99,16 @@ public struct TokenBucket: Sendable, Hashable {
         take(now: now, limitPerMinute: limitPerMinute)
     }
 
-    /// Adds what the time since the last refill earned, then takes `newLimit` as the limit.
+    /// Adds what the time since the last refill earned, under the limit in force now.
     ///
     /// A clock that went backwards counts as no elapsed time, and `updatedAt` keeps the later
     /// time so the same interval is never credited twice. A new limit clamps the tokens to
-    /// the new capacity. When the limit changed (a tier change), when it did within the elapsed
-    /// time is unknown, so that time earns at the lower of the two: a raised limit does not
-    /// credit the idle time before the raise at the new rate (an independent sweep, stop 36,
-    /// saw 153 requests pass at once where ~21 were due), and it takes effect from the first
-    /// request that sees it — a refused take records the change too (`take`), so a drained
-    /// bucket refills at the new rate from then on.
+    /// the new capacity.
     public mutating func refill(now: Int64, limitPerMinute newLimit: Int) {
-        let limit = Self.clampedLimit(newLimit)
-        let rate = min(limitPerMinute, limit)
-        limitPerMinute = limit
+        limitPerMinute = Self.clampedLimit(newLimit)
         // Nothing needs more than a minute to fill, so capping here keeps the product small.
         let elapsed = min(max(0, now - updatedAt), Self.unitsPerToken)
-        units = min(capacityUnits, units + elapsed * Int64(rate))
+        units = min(capacityUnits, units + elapsed * Int64(limitPerMinute))
         updatedAt = max(updatedAt, now)
     }
 
@@ -167,8 +152,7 @@ public struct TokenBucket: Sendable, Hashable {
 
 extension TokenBucket {
     /// Takes one token from every bucket, or from none when any is empty: the all-or-nothing
-    /// rule `RateLimitScript` applies to several keys. A refusal takes no token; it only records
-    /// a changed limit (refilled to `now`), as `take` does.
+    /// rule `RateLimitScript` applies to several keys. A refusal leaves every bucket as it was.
     /// Decisions come back in bucket order; each says whether its own bucket had a token.
     public static func takeAll(_ buckets: inout [TokenBucket], now: Int64, limits: [Int]) -> (allowed: Bool, decisions: [Decision]) {
         precondition(buckets.count == limits.count, "one limit per bucket")
@@ -177,9 +161,6 @@ extension TokenBucket {
             next[index].refill(now: now, limitPerMinute: limits[index])
         }
         guard next.allSatisfy(\.hasToken) else {
-            for index in next.indices where next[index].limitPerMinute != buckets[index].limitPerMinute {
-                buckets[index] = next[index]
-            }
             return (false, next.map { $0.decision(allowed: $0.hasToken) })
         }
         for index in next.indices {

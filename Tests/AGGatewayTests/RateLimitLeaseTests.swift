@@ -42,32 +42,6 @@ struct RateLimitLeaseTests {
         }
     }
 
-    /// A tier change between leases (stop 36's sweep: a raise credited the idle time before it
-    /// at the new rate, 153 requests admitted at once where ~21 were due).
-    @Test func theLeaseScriptTakesWhatThePureBucketTakesAcrossLimitChanges() async throws {
-        try await RedisServer.withPrivate { redis in
-            try await RateLimitTestInstance.with(redis.url) { instance in
-                let key = Self.key()
-                let epochKey = key.replacingOccurrences(of: "rl:api", with: "devepoch")
-                var bucket = TokenBucket(limitPerMinute: 10, now: Self.start)
-                let steps: [(offset: Int64, limit: Int, granted: Int)] = [
-                    (0, 10, 10), (6_000_000, 1200, 1), (6_000_000, 1200, 0), (7_000_000, 1200, 20),
-                    (7_000_000, 1, 0), (8_000_000, 1, 0), (68_000_000, 1, 1), (69_000_000, 60, 0), (70_000_000, 60, 1),
-                ]
-                for step in steps {
-                    let now = Self.start + step.offset
-                    let expected = bucket.take(upTo: 64, now: now, limitPerMinute: step.limit)
-                    let reply = try await instance.send(["EVAL", RateLimitScript.leaseSource, "2", key, epochKey, String(now),
-                                                         String(step.limit), "64", "42"]).get()
-                    let parsed = try #require(RateLimitScript.leaseDecision(from: reply, limit: step.limit))
-                    #expect(expected.granted == step.granted, "pure bucket at +\(step.offset) under \(step.limit)")
-                    #expect(parsed.granted == expected.granted, "granted at +\(step.offset)")
-                    #expect(parsed.decision == expected.decision, "decision at +\(step.offset)")
-                }
-            }
-        }
-    }
-
     @Test("batch sizes", arguments: [
         (600, Int.max, 1000, 10), (600, Int.max, 3, 3), (60_000, Int.max, 1000, 64), (60, Int.max, 50, 1),
         (6000, 40, 1000, 5), (6000, 7, 1000, 1), (6000, 0, 1000, 1),

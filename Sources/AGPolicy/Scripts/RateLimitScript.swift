@@ -5,12 +5,10 @@ import AGRedis
 /// one or more buckets at once, at the time the caller passes (`TimeSource`: the Redis-aligned
 /// clock in production, a controlled one in tests).
 ///
-/// - `KEYS[i]`: a bucket hash (`tokens` in units, `ts` in Unix µs, `lim` the limit it was last
-///   written under). `ARGV[1]`: now (Unix µs); `ARGV[1 + i]`: bucket i's limit per minute. A
-///   missing hash is a full bucket.
+/// - `KEYS[i]`: a bucket hash (`tokens` in units, `ts` in Unix µs). `ARGV[1]`: now (Unix µs);
+///   `ARGV[1 + i]`: bucket i's limit per minute. A missing hash is a full bucket.
 /// - A request is allowed only when *every* bucket holds a token; then one token is taken from
-///   each. When any bucket is empty no token is taken, so a refused request spends nothing; the
-///   only write then is a changed limit recorded (see `refillFunction`).
+///   each. When any bucket is empty nothing is written, so a refused request changes no state.
 /// - A written bucket expires when it would be full again plus a second: an idle bucket
 ///   vanishes, and a missing bucket reads as full, which it would be by then.
 /// - Reply: `{allowed, then per bucket: hadToken, remaining, resetAt, retryAfter}` (integers;
@@ -29,14 +27,11 @@ public enum RateLimitScript {
         [String(now)] + checks.map { String($0.limitPerMinute) }
     }
 
-    /// Defines `COST` (units per token) and the Lua functions `refilled_bucket(key, limit, now)`:
+    /// Defines `COST` (units per token) and the Lua function `refilled_bucket(key, limit, now)`:
     /// the bucket's limit, capacity, units and time stamp refilled to `now` (`TokenBucket.refill`
-    /// step by step: the elapsed time earns at the lower of the stored `lim` and the new limit;
-    /// a missing hash is a full bucket), whether the hash was there and whether its limit
-    /// changed, or `nil` and an error reply when the limit is not an integer in range; and
-    /// `store_bucket(key, limit, u, ts)`, which writes it with its expiry. Shared by the
-    /// per-request check, the lease and the refund; each stores a bucket it took from, and one
-    /// it refused from whose limit changed, so that a raise earns at the new rate from then on.
+    /// step by step; a missing hash is a full bucket), whether the hash was there, or `nil` and
+    /// an error reply when the limit is not an integer in range. Shared by the per-request
+    /// check, the lease and the refund.
     public static let refillFunction = """
         local COST = \(TokenBucket.unitsPerToken)
         local function refilled_bucket(key, limit_arg, now)
@@ -45,22 +40,16 @@ public enum RateLimitScript {
             return nil, redis.error_reply('ERR rate limit ' .. tostring(limit_arg) .. ' out of range')
           end
           local cap = limit * COST
-          local state = redis.call('HMGET', key, 'tokens', 'ts', 'lim')
-          local u, ts, old = tonumber(state[1]), tonumber(state[2]), tonumber(state[3])
-          if u == nil or ts == nil then return limit, cap, cap, now, false, false end
+          local state = redis.call('HMGET', key, 'tokens', 'ts')
+          local u, ts = tonumber(state[1]), tonumber(state[2])
+          if u == nil or ts == nil then return limit, cap, cap, now, false end
           if u < 0 then u = 0 end
           local elapsed = now - ts
           if elapsed < 0 then elapsed = 0 end
           if elapsed > COST then elapsed = COST end
-          local rate = limit
-          if old ~= nil and old < limit then rate = old end
-          u = math.min(cap, u + elapsed * rate)
+          u = math.min(cap, u + elapsed * limit)
           if now > ts then ts = now end
-          return limit, cap, u, ts, true, old ~= limit
-        end
-        local function store_bucket(key, limit, u, ts)
-          redis.call('HSET', key, 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts), 'lim', limit)
-          redis.call('PEXPIRE', key, math.ceil(math.ceil((limit * COST - u) / limit) / 1000) + 1000)
+          return limit, cap, u, ts, true
         end
 
         """
@@ -72,13 +61,13 @@ public enum RateLimitScript {
     public static let takeFunction = refillFunction + """
         local function take_buckets(now, keys, limit_args, first)
         local n = #keys
-        local limits, units, stamps, changed = {}, {}, {}, {}
+        local limits, units, stamps = {}, {}, {}
         local allowed = 1
         for i = 1, n do
-          local limit, cap, u, ts, found, moved = refilled_bucket(keys[i], limit_args[first + i - 1], now)
+          local limit, cap, u, ts = refilled_bucket(keys[i], limit_args[first + i - 1], now)
           if not limit then return cap end
           if u < COST then allowed = 0 end
-          limits[i], units[i], stamps[i], changed[i] = limit, u, ts, found and moved
+          limits[i], units[i], stamps[i] = limit, u, ts
         end
         local reply = {allowed}
         for i = 1, n do
@@ -87,7 +76,10 @@ public enum RateLimitScript {
           if u >= COST then had = 1 end
           if allowed == 1 then u = u - COST end
           local toFull = math.ceil((limit * COST - u) / limit)
-          if allowed == 1 or changed[i] then store_bucket(keys[i], limit, u, ts) end
+          if allowed == 1 then
+            redis.call('HSET', keys[i], 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts))
+            redis.call('PEXPIRE', keys[i], math.ceil(toFull / 1000) + 1000)
+          end
           local retryAfter = 0
           if allowed == 0 and had == 0 then
             retryAfter = math.max(1, math.ceil(math.ceil((COST - u) / limit) / 1000000))
@@ -109,15 +101,18 @@ public enum RateLimitScript {
     ///
     /// KEYS: the bucket, the tenant's device epoch. ARGV: now (Unix µs), limit per minute,
     /// tokens wanted, epoch seed. Reply: `{granted, remaining, resetAt, retryAfter, epoch}`;
-    /// when none is granted the bucket is written only to record a changed limit.
+    /// nothing of the bucket is written when none is granted.
     public static let leaseSource = LuaFragments.now + LuaFragments.deviceEpoch + refillFunction + """
         local want = math.max(1, math.floor(tonumber(ARGV[3]) or 1))
-        local limit, cap, u, ts, found, moved = refilled_bucket(KEYS[1], ARGV[2], now_us)
+        local limit, cap, u, ts = refilled_bucket(KEYS[1], ARGV[2], now_us)
         if not limit then return cap end
         local granted = math.min(want, math.floor(u / COST))
         if granted >= 1 then u = u - granted * COST end
         local toFull = math.ceil((cap - u) / limit)
-        if granted >= 1 or (found and moved) then store_bucket(KEYS[1], limit, u, ts) end
+        if granted >= 1 then
+          redis.call('HSET', KEYS[1], 'tokens', string.format('%.0f', u), 'ts', string.format('%.0f', ts))
+          redis.call('PEXPIRE', KEYS[1], math.ceil(toFull / 1000) + 1000)
+        end
         local retryAfter = 0
         if granted < 1 then retryAfter = math.max(1, math.ceil(math.ceil((COST - u) / limit) / 1000000)) end
         return {granted, math.floor(u / COST), math.ceil((ts + toFull) / 1000000), retryAfter, device_epoch(KEYS[2], ARGV[4])}
