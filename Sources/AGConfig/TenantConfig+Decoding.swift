@@ -19,7 +19,8 @@ extension TenantConfig {
 
     /// Headers the proxy manages itself, or the gateway and HTTP read for something else (the
     /// tenant selectors, `Expect`), which a claim or the payload may not be forwarded in; and
-    /// every `Proxy-*` field, removed both ways (`isManagedHeader`).
+    /// every `Proxy-*` field, removed both ways, and every `X-Forwarded-*` one, which upstream
+    /// frameworks read to rebuild the request's URL (`-Port`, `-Prefix`) (`isManagedHeader`).
     static let managedHeaders: Set<String> = [
         "authorization", "connection", "content-length", "content-type", "cookie", "expect", "forwarded", "host",
         "keep-alive", "proxy", "te", "trailer", "transfer-encoding", "upgrade", "x-bundle-id", "x-forwarded-for",
@@ -28,7 +29,7 @@ extension TenantConfig {
 
     /// Whether `normalized` (lower case, `_` read as `-`) is a managed header.
     static func isManagedHeader(_ normalized: String) -> Bool {
-        managedHeaders.contains(normalized) || normalized.hasPrefix("proxy-")
+        managedHeaders.contains(normalized) || normalized.hasPrefix("proxy-") || normalized.hasPrefix("x-forwarded-")
     }
 
     /// Decodes one tenant file against the gateway it will run in (tiers, token defaults, test CA).
@@ -158,7 +159,9 @@ extension TenantConfig {
             let taken = ["x-team-id", "x-bundle-id", "host", "connection", "keep-alive", "te", "trailer", "transfer-encoding",
                          "upgrade", "content-length", "content-type", "expect", "cookie", "x-forwarded-for",
                          "x-forwarded-host", "x-forwarded-proto", "x-request-id", "forwarded", "proxy"]
-            if taken.contains(normalized) || normalized.hasPrefix("proxy-") {
+            // Any `X-Forwarded-*` too, as the README has always said (an independent sweep of its
+            // claims, stop 36, found `X-Forwarded-Port` and `-Prefix` accepted).
+            if taken.contains(normalized) || normalized.hasPrefix("proxy-") || normalized.hasPrefix("x-forwarded-") {
                 d.report(field, "\(name) is a header the gateway or HTTP itself reads for something else; choose another header")
                 return nil
             }

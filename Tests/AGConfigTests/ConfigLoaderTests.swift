@@ -466,9 +466,12 @@ import Testing
         BadCase(name: "Proxy or Forwarded as the token header", files: [
             ("conf/tenants/example.yaml", ConfigFixture.minimalTenant + "token:\n  header: PROXY\nforward:\n  forward_authorization: true\n" + routesLast),
             ("conf/tenants/other.yaml", "team_id: OTHER12345\nbundle_id: com.example.other\ntoken:\n  header: Forwarded\n" + routesLast),
+            // Any X-Forwarded-* (stop 36's sweep of the README's claims: -Port was accepted).
+            ("conf/tenants/third.yaml", "team_id: THIRD12345\nbundle_id: com.example.third\ntoken:\n  header: X-Forwarded-Port\n" + routesLast),
         ], expected: [
             "conf/tenants/example.yaml:4: token.header: PROXY is a header the gateway or HTTP itself reads for something else; choose another header",
             "conf/tenants/other.yaml:4: token.header: Forwarded is a header the gateway or HTTP itself reads for something else; choose another header",
+            "conf/tenants/third.yaml:4: token.header: X-Forwarded-Port is a header the gateway or HTTP itself reads for something else; choose another header",
         ]),
         BadCase(name: "bad forwarding", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development
@@ -524,7 +527,7 @@ import Testing
         BadCase(name: "claim headers the gateway reads for something else", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
             environment: development
             forward:
-              claims: { bundle_id: X-Team-ID, team_id: x_bundle_id, sub: Expect, iss: Proxy-Issuer }
+              claims: { bundle_id: X-Team-ID, team_id: x_bundle_id, sub: Expect, iss: Proxy-Issuer, aud: X-Forwarded-Prefix }
               payload_header: X-Bundle-Id
             \(routesLast)
             """)], expected: [
@@ -532,6 +535,7 @@ import Testing
             "conf/tenants/example.yaml:5: forward.claims.team_id: x_bundle_id is managed by the proxy and cannot carry claims",
             "conf/tenants/example.yaml:5: forward.claims.sub: Expect is managed by the proxy and cannot carry claims",
             "conf/tenants/example.yaml:5: forward.claims.iss: Proxy-Issuer is managed by the proxy and cannot carry claims",
+            "conf/tenants/example.yaml:5: forward.claims.aud: X-Forwarded-Prefix is managed by the proxy and cannot carry claims",
             "conf/tenants/example.yaml:6: forward.payload_header: X-Bundle-Id is managed by the proxy and cannot carry claims",
         ]),
         BadCase(name: "claim header clashing with the default payload header", files: [("conf/tenants/example.yaml", ConfigFixture.minimalTenant + """
