@@ -160,6 +160,24 @@ struct ProxyAndAdminRouteTests {
         #expect(down.code == "store_unavailable")
     }
 
+    /// Admin bodies have their own limit (1 MiB), not `server.max_body_bytes`: a gateway that
+    /// lowered that for its public endpoints could not import a key or store a subscription
+    /// (an independent sweep of the README's claims, stop 36); over 1 MiB the answer says so.
+    @Test func adminBodiesAreNotBoundByThePublicBodyLimit() throws {
+        let harness = try RouterHarness(gatewayYAML: "server:\n  listen: \"127.0.0.1:0\"\n  max_body_bytes: 64\n")
+        let key = try P256.PrivateKey().publicKey
+        let keyID = Base64.encodeURL(SHA256.hash(key.x963Representation))
+        let path = "/admin/v1/tenants/\(RouterHarness.appID)/keys/\(keyID)"
+        let body = #"{"publicKey":"\#(Base64.encode(key.x963Representation))","counter":3}"#
+        #expect(body.utf8.count > 64)
+        let imported = harness.admin("PUT", path, json: body)
+        #expect(imported.status == 200, "\(imported.code ?? "")")
+        let huge = harness.admin("PUT", path, json: #"{"publicKey":""# + String(repeating: "A", count: 1 << 20) + #""}"#)
+        #expect(huge.status == 400)
+        #expect(huge.code == "bad_request")
+        #expect(huge.json["error"] as? String == "request body exceeds 1048576 bytes")
+    }
+
     @Test func revokeAndRead() throws {
         let harness = try RouterHarness()
         let keyID = Base64.encodeURL([UInt8](repeating: 2, count: 32))

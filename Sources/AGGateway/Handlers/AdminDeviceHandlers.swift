@@ -23,11 +23,7 @@ enum AdminDeviceHandlers {
     /// `PUT …/keys/{keyId}` `{"publicKey": PEM or base64 X9.63, "counter"?: 0, "environment"?}`;
     /// any other member is refused (a misspelt `environment` would otherwise be dropped unsaid).
     static func importKey(_ context: RequestContext, tenant: Tenant, keyID: String) {
-        context.request.collectBody(limit: context.snapshot.gateway.server.maxBodyBytes) { result in
-            guard case .success(let body) = result else {
-                context.fail(.badRequest("unreadable or too large request body"))
-                return
-            }
+        context.collectAdminBody { body in
             guard case .object(let fields)? = try? JSONValue(parsing: body), case .string(let keyText)? = fields["publicKey"] else {
                 context.fail(.badRequest("body must be a JSON object with publicKey"))
                 return
@@ -140,11 +136,7 @@ enum AdminDeviceHandlers {
             context.fail(.badRequest("subjectId must be a UUID"))
             return
         }
-        context.request.collectBody(limit: context.snapshot.gateway.server.maxBodyBytes) { result in
-            guard case .success(let body) = result else {
-                context.fail(.badRequest("unreadable or too large request body"))
-                return
-            }
+        context.collectAdminBody { body in
             let value: JSONValue
             do { value = try JSONValue(parsing: body) } catch {
                 context.fail(.badRequest("the subscription is not JSON: \(error)"))

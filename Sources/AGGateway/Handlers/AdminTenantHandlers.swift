@@ -53,9 +53,9 @@ enum AdminTenantHandlers {
 
     /// `PUT /admin/v1/tenants/{appId}/tier` `{"tier": "pro"}`
     static func setTenantTier(_ context: RequestContext, _ tenant: Tenant) {
-        context.request.collectBody(limit: context.snapshot.gateway.server.maxBodyBytes) { result in
+        context.collectAdminBody { body in
             // Exactly the one member: a misspelt extra one is refused, as by `PUT …/tiers/{name}`.
-            guard case .success(let body) = result, case .object(let members)? = try? JSONValue(parsing: body),
+            guard case .object(let members)? = try? JSONValue(parsing: body),
                   members.count == 1, let name = members["tier"]?.stringValue else {
                 context.fail(.badRequest("body must be {\"tier\": \"<name>\"} and nothing else"))
                 return
@@ -107,11 +107,7 @@ enum AdminTenantHandlers {
     /// `PUT /admin/v1/tiers/{name}` `{"attest", "challenge", "api", "mad_limit"}` (a file tier
     /// may get a subset; a new tier needs all four).
     static func setTier(_ context: RequestContext, name: String) {
-        context.request.collectBody(limit: context.snapshot.gateway.server.maxBodyBytes) { result in
-            guard case .success(let body) = result else {
-                context.fail(.badRequest("unreadable or too large request body"))
-                return
-            }
+        context.collectAdminBody { body in
             let numbers: TierNumbers
             do throws(TierChangeError) {
                 numbers = try TierNumbers(json: body)

@@ -62,10 +62,7 @@ enum AdminPlatformSSOHandlers {
     }
 
     private static func register(_ context: RequestContext, tenant: Tenant, keyID: PlatformSSOKeyID) {
-        context.request.collectBody(limit: context.snapshot.gateway.server.maxBodyBytes) { result in
-            guard case .success(let body) = result else {
-                return context.fail(.badRequest("unreadable or too large request body"))
-            }
+        context.collectAdminBody { body in
             let registration: PlatformSSODeviceRegistration
             do throws(GatewayError) {
                 registration = try PlatformSSORegistrationBody.parse(body, tenant: tenant, keyID: keyID)
