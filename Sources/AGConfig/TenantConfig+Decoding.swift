@@ -208,7 +208,7 @@ extension TenantConfig {
                 // The core schema's integer past Int64 (it stays a string so that this can be
                 // said): sending it as a string would change the claim's type unasked.
                 guard !scalar.isPlain || !YAMLScalar.isDecimalInteger(value) else {
-                    d.report(field, "integer out of range (at most 19 digits); quote it to send a string")
+                    d.report(field, "integer out of range (a 64-bit integer: -9223372036854775808 to 9223372036854775807); quote it to send a string")
                     return nil
                 }
                 return .string(value)
