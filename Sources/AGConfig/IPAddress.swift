@@ -32,9 +32,13 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         self = address
     }
 
-    /// Empty, or `:` and one to five digits.
+    /// Empty, or `:` and a port: one to five digits, at most 65535 (`:99999` is no port, and
+    /// an entry with it no address — stop 36's sweep found it read as one).
     private static func isPortSuffix(_ text: Substring) -> Bool {
-        text.isEmpty || (text.first == ":" && (2...6).contains(text.count) && text.dropFirst().allSatisfy { $0.isASCII && $0.isNumber })
+        guard !text.isEmpty else { return true }
+        let digits = text.dropFirst()
+        return text.first == ":" && (1...5).contains(digits.count) && digits.allSatisfy { $0.isASCII && $0.isNumber }
+            && Int(digits).map { $0 <= 65535 } == true
     }
 
     /// Width in bits: 32 or 128.
