@@ -26,7 +26,7 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
             case .credentials: "credentials (user:password@) are not accepted"
             case .forbiddenCharacter: "a query (?), a fragment (#), a backslash or white space is not accepted"
             case .authority: "the host or the port is not valid"
-            case .basePath: "the base path must be visible ASCII without . or .. segments"
+            case .basePath: "the base path must be RFC 3986 path characters or %XX escapes (not %00), without . or .. segments, plain or escaped"
             }
         }
     }
@@ -51,11 +51,50 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
         guard let authority = HostName.parseAuthority(rest, defaultPort: isTLS ? 443 : 80) else { return .failure(.authority) }
         var base = String(authority.rest)
         while base.hasSuffix("/") { base.removeLast() }
-        guard base.allSatisfy(\.isVisibleASCII),
-              !base.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
+        guard base.split(separator: "/", omittingEmptySubsequences: false).allSatisfy(isPathSegment)
         else { return .failure(.basePath) }
         return .success(UpstreamURL(host: authority.host, isIPv6: authority.isIPv6, port: authority.port,
                                     basePath: base, isTLS: isTLS))
+    }
+
+    /// An RFC 3986 path segment (`pchar`s; `@` is refused before) that is no dot segment, spelt
+    /// plainly or percent-encoded (`%2e%2E`: an upstream that decodes before it normalizes would
+    /// climb out of the base), and holds no encoded NUL (an independent sweep, stop 36, found
+    /// `%2e%2e`, `%00`, `"`, `<>` and `{}` accepted).
+    private static func isPathSegment(_ segment: Substring) -> Bool {
+        var decoded: [UInt8] = []
+        var bytes = segment.utf8.makeIterator()
+        while let byte = bytes.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = bytes.next().flatMap(hexValue), let low = bytes.next().flatMap(hexValue) else { return false }
+                let value = high << 4 | low
+                guard value != 0 else { return false }
+                decoded.append(value)
+            } else {
+                guard isPathCharacter(byte) else { return false }
+                decoded.append(byte)
+            }
+        }
+        return decoded != [0x2E] && decoded != [0x2E, 0x2E]
+    }
+
+    /// RFC 3986 `unreserved`, `sub-delims` and `:` (`pchar` less `pct-encoded`, handled above, and `@`).
+    private static func isPathCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "-._~!$&'()*+,;=:".utf8.contains(byte)
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     private init(host: String, isIPv6: Bool, port: Int, basePath: String, isTLS: Bool) {

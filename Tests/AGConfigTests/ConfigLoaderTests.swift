@@ -233,7 +233,7 @@ import Testing
             ("conf/tenants/fourth.yaml", "team_id: FOURT12345\nbundle_id: com.example.fourth\nupstream: http://api.example.com/s3cr3t/../x\nroutes: [{ prefix: /api/ }]\n"),
         ], expected: [
             "conf/tenants/example.yaml:3: upstream: expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name): the host or the port is not valid (the URL is not repeated here)",
-            "conf/tenants/fourth.yaml:3: upstream: expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name): the base path must be visible ASCII without . or .. segments (the URL is not repeated here)",
+            "conf/tenants/fourth.yaml:3: upstream: expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name): the base path must be RFC 3986 path characters or %XX escapes (not %00), without . or .. segments, plain or escaped (the URL is not repeated here)",
             "conf/tenants/other.yaml:3: upstream: expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name): a query (?), a fragment (#), a backslash or white space is not accepted (the URL is not repeated here)",
             "conf/tenants/third.yaml:3: upstream: expected http:// or https:// then host[:port][/base path] (host: an IP address or a DNS name): it does not start with http:// or https:// (the URL is not repeated here)",
         ]),

@@ -102,6 +102,11 @@ import Testing
         ("https://api.example.com", "https://api.example.com:443"), ("https://10.0.0.9:8443/v2/", "https://10.0.0.9:8443/v2"),
         ("ftp://x", nil), ("HTTPS://api.example.com", nil), ("https://", nil), ("https://user@host", nil), ("http://", nil), ("http://user@host", nil),
         ("http://host:0", nil), ("http://host/a?b", nil), ("http://host/../x", nil), ("127.0.0.1:9000", nil),
+        // Dot segments in any spelling, an encoded NUL, bad escapes, bytes outside RFC 3986's
+        // path characters (stop 36's sweep); escapes and sub-delims that are path characters pass.
+        ("http://h/%2e%2e/x", nil), ("http://h/%2E/x", nil), ("http://h/.%2e", nil), ("http://h/%00x", nil), ("http://h/%zz", nil),
+        ("http://h/%4", nil), ("http://h/a\"b", nil), ("http://h/a<b>", nil), ("http://h/a{b}", nil), ("http://h/a|b", nil),
+        ("http://h/%41b/v1;x=1/a:b/~u/", "http://h:80/%41b/v1;x=1/a:b/~u"), ("http://h/.well-known/..x", "http://h:80/.well-known/..x"),
     ]
 
     @Test(arguments: upstreams)
