@@ -144,4 +144,26 @@ struct ChallengeEndpointTests {
         #expect(entry["route"] as? String == "challenge")
         #expect(!gateway.accessLogText().contains(challenge))
     }
+
+    /// A body that never comes whole, on the gateway's own endpoints (attestation JSON, the
+    /// Platform SSO form, the admin API): logged and counted as 499, like a proxied request
+    /// whose client left (stop 36's sweep: neither the access log nor the metrics had it).
+    @Test func aRequestWhoseBodyNeverCameIsLoggedAsAClientThatLeft() throws {
+        let gateway = try startGateway()
+        defer { gateway.stop() }
+        let headers = tenantHeaders.map { "\($0.0): \($0.1)\r\n" }.joined()
+        do {
+            let socket = try RawTestSocket(port: gateway.port)
+            socket.send("POST /api/v1/attestation/validate HTTP/1.1\r\nHost: x\r\n\(headers)X-Request-ID: cut-body-1\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"keyId\"")
+            _ = socket.readToEnd(timeout: .milliseconds(200))
+        }
+        #expect(eventually { gateway.accessLogText().contains("cut-body-1") }, "\(gateway.accessLogText())")
+        let line = try #require(gateway.accessLogText().split(separator: "\n").first { $0.contains("cut-body-1") })
+        let entry = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(entry["status"] as? Int == 499)
+        #expect(entry["route"] as? String == "validate")
+        let metrics = try gateway.admin("GET", "/metrics")
+        #expect(String(decoding: metrics.body, as: UTF8.self).contains(#"route="validate",status="499""#))
+    }
 }

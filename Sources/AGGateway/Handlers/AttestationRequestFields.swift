@@ -89,7 +89,7 @@ extension RequestContext {
             case .failure(.malformed(let why)):
                 fail(.badRequest("malformed request body: \(why)"))
             case .failure(.incomplete):
-                break
+                clientLeft()
             }
         }
     }

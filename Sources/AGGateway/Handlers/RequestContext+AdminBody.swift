@@ -14,7 +14,7 @@ extension RequestContext {
             case .success(let body): next(body)
             case .failure(.tooLarge): fail(.badRequest("request body exceeds \(limit) bytes"))
             case .failure(.malformed(let why)): fail(.badRequest("malformed request body: \(why)"))
-            case .failure(.incomplete): break
+            case .failure(.incomplete): clientLeft()
             }
         }
     }

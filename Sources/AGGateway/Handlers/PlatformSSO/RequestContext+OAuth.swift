@@ -54,12 +54,12 @@ extension RequestContext {
     /// is 400 `invalid_request`, answered by `refuse`; a vanished client gets no answer.
     func collectForm(refuse: @escaping (OAuthError) -> Void, next: @escaping ([UInt8]) -> Void) {
         let limit = snapshot.gateway.server.maxBodyBytes
-        request.collectBody(limit: limit) { result in
+        request.collectBody(limit: limit) { [self] result in
             switch result {
             case .success(let body): next(body)
             case .failure(.tooLarge): refuse(.invalidRequest("request body exceeds \(limit) bytes"))
             case .failure(.malformed(let why)): refuse(.invalidRequest("malformed request body: \(why)"))
-            case .failure(.incomplete): break
+            case .failure(.incomplete): clientLeft()
             }
         }
     }
