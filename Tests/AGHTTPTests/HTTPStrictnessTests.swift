@@ -65,6 +65,9 @@ import Testing
         ("trailer without a colon", "0\r\nnot a field\r\n\r\n", "malformed"),
         ("folded trailer", "0\r\nX-T: 1\r\n 2\r\n\r\n", "malformed"),
         ("trailer with a NUL", "0\r\nX-T: a\u{0}b\r\n\r\n", "malformed"),
+        // The trailer section is bounded like a head (stop 36's sweep: 50 MB were read).
+        ("trailers up to 16 KiB", "0\r\n" + String(repeating: "X-T: " + String(repeating: "a", count: 1017) + "\r\n", count: 16) + "\r\n", "done "),
+        ("trailers over 16 KiB", "0\r\n" + String(repeating: "X-T: " + String(repeating: "a", count: 1017) + "\r\n", count: 17) + "\r\n", "malformed"),
     ]
 
     @Test(arguments: chunkedBodies)

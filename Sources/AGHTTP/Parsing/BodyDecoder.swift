@@ -23,7 +23,14 @@ struct BodyDecoder {
 
     private var state: State
     private(set) var bytesDecoded = 0
+    /// Trailer bytes read so far (lines with their CRLF): they count towards no body limit, so
+    /// they have their own.
+    private var trailerBytes = 0
     static let maxLineLength = 4096
+    /// The most a chunked body's trailer section may hold, as much as a request head: without
+    /// it a client trickling trailer fields above the minimum body rate held a request open for
+    /// ever, past every body limit (an independent sweep, stop 36, sent 50 MB of them).
+    static let maxTrailerBytes = 16 * 1024
 
     init(_ framing: BodyFraming) {
         switch framing {
@@ -121,6 +128,8 @@ struct BodyDecoder {
                     return .done
                 }
                 guard Self.isFieldLine(line) else { return .malformed("malformed trailer field") }
+                trailerBytes += line.count + 2
+                guard trailerBytes <= Self.maxTrailerBytes else { return .malformed("trailer section over \(Self.maxTrailerBytes) bytes") }
             }
         }
     }
