@@ -43,6 +43,10 @@ final class RequestContext {
 
     func respond(status: Int, body: [UInt8], contentType: String, headers: HTTPHeaders = HTTPHeaders()) {
         guard !answered else { return }
+        // The connection closed while the handler worked (a Redis round trip): nothing can be
+        // written, so the access log must not say it was (an independent sweep, stop 36, saw
+        // 200 logged for a challenge whose client had half-closed with its body unread).
+        guard !request.isFinished else { return clientLeft() }
         answered = true
         let cacheControlGiven = headers["Cache-Control"] != nil
         request.respond(status: status, body: body) { [requestID, rateLimitDecision, extraHeaders] writer in

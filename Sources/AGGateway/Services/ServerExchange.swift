@@ -18,6 +18,8 @@ protocol ServerExchange: AnyObject {
     func collectBody(limit: Int, _ completion: @escaping (Result<[UInt8], HTTPBodyError>) -> Void)
     /// Sends a complete answer, its header fields written by `fields` into the head.
     func respond(status: Int, body: [UInt8], fields: (inout HTTPHeadWriter) -> Void)
+    /// Whether the request can no longer be answered (its connection closed meanwhile).
+    var isFinished: Bool { get }
 }
 
 extension HTTPServerRequest: ServerExchange {

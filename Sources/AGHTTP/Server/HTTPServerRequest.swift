@@ -39,6 +39,8 @@ public final class HTTPServerRequest {
     unowned var connection: HTTPServerConnection?
     var decoder: BodyDecoder
     var bodyConsumer: BodyConsumer = .none
+    /// Why the body can no longer be read, when that was settled before anyone asked for it.
+    private var bodyFailure: HTTPBodyError?
     var response = ResponseState.notStarted
     /// The streamed answer has neither a length nor chunked coding (an HTTP/1.0 client's): only
     /// the connection's end ends its body, so a cut one ends with a reset (`endAbortively`).
@@ -90,9 +92,16 @@ public final class HTTPServerRequest {
     /// A response has been started.
     public var responseStarted: Bool { response != .notStarted }
     var finished: Bool { response == .complete }
+    /// The request can no longer be answered: answered already, or its connection closed (the
+    /// client left, or closed its side with part of the request unread) before the handler did.
+    public var isFinished: Bool { finished }
 
     /// Reads the whole body, up to `limit` bytes, then calls `completion` on the loop thread.
     public func collectBody(limit: Int, _ completion: @escaping (Result<[UInt8], HTTPBodyError>) -> Void) {
+        if let bodyFailure {
+            completion(.failure(bodyFailure))
+            return
+        }
         if case .length(let length) = framing, length > limit {
             completion(.failure(.tooLarge))
             return
@@ -104,6 +113,10 @@ public final class HTTPServerRequest {
 
     /// Streams the body: `onData` gets a buffer to drain, `onEnd` the outcome. Used by the proxy.
     func streamBody(onData: @escaping (OpaquePointer) -> Void, onEnd: @escaping (Result<Void, HTTPBodyError>) -> Void) {
+        if let bodyFailure {
+            onEnd(.failure(bodyFailure))
+            return
+        }
         guard case .none = bodyConsumer else { return }
         bodyConsumer = .stream(onData: onData, onEnd: onEnd)
         connection?.pumpBody()
@@ -261,7 +274,11 @@ public final class HTTPServerRequest {
         case .stream(_, let onEnd):
             bodyConsumer = .done
             onEnd(.failure(error))
-        case .none, .done:
+        case .none:
+            // Nobody reads the body yet (a handler still waiting on Redis): whoever asks for it
+            // later learns at once that it will never come.
+            bodyFailure = error
+        case .done:
             break
         }
     }

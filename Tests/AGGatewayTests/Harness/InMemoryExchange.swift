@@ -24,6 +24,8 @@ final class InMemoryExchange: ServerExchange {
     }
 
     var path: Substring { target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0] }
+    /// An in-memory client never leaves.
+    var isFinished: Bool { false }
 
     func collectBody(limit: Int, _ completion: @escaping (Result<[UInt8], HTTPBodyError>) -> Void) {
         completion(body.count > limit ? .failure(.tooLarge) : .success(body))
