@@ -57,8 +57,8 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
                                     basePath: base, isTLS: isTLS))
     }
 
-    /// An RFC 3986 path segment (`pchar`s; `@` is refused before) that is no dot segment, spelt
-    /// plainly or percent-encoded (`%2e%2E`: an upstream that decodes before it normalizes would
+    /// An RFC 3986 path segment (`pchar`s; `@` is refused before) that is no dot segment and holds
+    /// none behind an escaped slash or backslash, spelt plainly or percent-encoded (`%2e%2E`: an upstream that decodes before it normalizes would
     /// climb out of the base), and holds no encoded NUL (an independent sweep, stop 36, found
     /// `%2e%2e`, `%00`, `"`, `<>` and `{}` accepted).
     private static func isPathSegment(_ segment: Substring) -> Bool {
@@ -75,7 +75,10 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
                 decoded.append(byte)
             }
         }
-        return decoded != [0x2E] && decoded != [0x2E, 0x2E]
+        // An escaped slash or backslash (`%2F`, `%5C`) splits the decoded segment again, for an
+        // upstream that decodes before it splits (`/a%2f..%2fb`: a sweep of this check).
+        return !decoded.split(omittingEmptySubsequences: false, whereSeparator: { $0 == 0x2F || $0 == 0x5C })
+            .contains { $0.elementsEqual([0x2E]) || $0.elementsEqual([0x2E, 0x2E]) }
     }
 
     /// RFC 3986 `unreserved`, `sub-delims` and `:` (`pchar` less `pct-encoded`, handled above, and `@`).

@@ -106,6 +106,7 @@ import Testing
         // path characters (stop 36's sweep); escapes and sub-delims that are path characters pass.
         ("http://h/%2e%2e/x", nil), ("http://h/%2E/x", nil), ("http://h/.%2e", nil), ("http://h/%00x", nil), ("http://h/%zz", nil),
         ("http://h/%4", nil), ("http://h/a\"b", nil), ("http://h/a<b>", nil), ("http://h/a{b}", nil), ("http://h/a|b", nil),
+        ("http://h/a%2f..%2fb", nil), ("http://h/x%2F%2e%2e", nil), ("http://h/..%5cx", nil), ("http://h/a%2Fb", "http://h:80/a%2Fb"),
         ("http://h/%41b/v1;x=1/a:b/~u/", "http://h:80/%41b/v1;x=1/a:b/~u"), ("http://h/.well-known/..x", "http://h:80/.well-known/..x"),
     ]
 
