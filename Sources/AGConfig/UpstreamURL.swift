@@ -1,3 +1,5 @@
+import AGFormats
+
 /// A tenant upstream: `http://host[:port][/base]` or `https://host[:port][/base]`; requests go
 /// to `base + request path`. The host is an IP literal or a DNS name (resolved by the workers).
 public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
@@ -66,7 +68,8 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
         var bytes = segment.utf8.makeIterator()
         while let byte = bytes.next() {
             if byte == UInt8(ascii: "%") {
-                guard let high = bytes.next().flatMap(hexValue), let low = bytes.next().flatMap(hexValue) else { return false }
+                guard let high = bytes.next().flatMap(PercentEncoding.hexValue),
+                      let low = bytes.next().flatMap(PercentEncoding.hexValue) else { return false }
                 let value = high << 4 | low
                 guard value != 0 else { return false }
                 decoded.append(value)
@@ -83,21 +86,7 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
 
     /// RFC 3986 `unreserved`, `sub-delims` and `:` (`pchar` less `pct-encoded`, handled above, and `@`).
     private static func isPathCharacter(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "-._~!$&'()*+,;=:".utf8.contains(byte)
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        PercentEncoding.isUnreserved(byte) || "!$&'()*+,;=:".utf8.contains(byte)
     }
 
     private init(host: String, isIPv6: Bool, port: Int, basePath: String, isTLS: Bool) {
