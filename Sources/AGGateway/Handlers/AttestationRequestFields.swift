@@ -75,21 +75,11 @@ extension RequestContext {
     /// only with a request that passed every check that needs no state.
     func collectAttestationRequest<Request>(_ parse: @escaping ([UInt8]) throws(GatewayError) -> Request,
                                             next: @escaping (Request) -> Void) {
-        let limit = snapshot.gateway.server.maxBodyBytes
-        request.collectBody(limit: limit) { [self] result in
-            switch result {
-            case .success(let body):
-                do throws(GatewayError) {
-                    next(try parse(body))
-                } catch {
-                    fail(error)
-                }
-            case .failure(.tooLarge):
-                fail(.badRequest("request body exceeds \(limit) bytes"))
-            case .failure(.malformed(let why)):
-                fail(.badRequest("malformed request body: \(why)"))
-            case .failure(.incomplete):
-                clientLeft()
+        collectWholeBody(limit: snapshot.gateway.server.maxBodyBytes, refuse: { [self] in fail(.badRequest($0)) }) { [self] body in
+            do throws(GatewayError) {
+                next(try parse(body))
+            } catch {
+                fail(error)
             }
         }
     }

@@ -51,17 +51,9 @@ extension RequestContext {
     }
 
     /// Reads a form body (up to `server.max_body_bytes`): a body that is too large or malformed
-    /// is 400 `invalid_request`, answered by `refuse`; a vanished client gets no answer.
+    /// is 400 `invalid_request`, answered by `refuse`; a vanished client gets no answer (499 logged).
     func collectForm(refuse: @escaping (OAuthError) -> Void, next: @escaping ([UInt8]) -> Void) {
-        let limit = snapshot.gateway.server.maxBodyBytes
-        request.collectBody(limit: limit) { [self] result in
-            switch result {
-            case .success(let body): next(body)
-            case .failure(.tooLarge): refuse(.invalidRequest("request body exceeds \(limit) bytes"))
-            case .failure(.malformed(let why)): refuse(.invalidRequest("malformed request body: \(why)"))
-            case .failure(.incomplete): clientLeft()
-            }
-        }
+        collectWholeBody(limit: snapshot.gateway.server.maxBodyBytes, refuse: { refuse(.invalidRequest($0)) }, next: next)
     }
 }
 
