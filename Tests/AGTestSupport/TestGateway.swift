@@ -119,6 +119,18 @@ public final class TestGateway: @unchecked Sendable {
         TestFile.textIfReadable(accessLogPath)
     }
 
+    /// The access-log line of the request with `X-Request-ID: requestID`, parsed, once it has
+    /// been written (lines go out in batches), or nil after `seconds`.
+    public func accessLogEntry(requestID: String, within seconds: Double = 5) -> [String: Any]? {
+        var entry: [String: Any]?
+        _ = eventually(seconds) {
+            entry = accessLogText().split(separator: "\n").first { $0.contains("\"requestId\":\"\(requestID)\"") }
+                .flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            return entry != nil
+        }
+        return entry
+    }
+
     /// `Tests/Fixtures/<name>` of this package.
     public static func fixturePath(_ name: String) -> String {
         var url = URL(fileURLWithPath: #filePath)

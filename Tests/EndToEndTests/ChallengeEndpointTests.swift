@@ -158,9 +158,7 @@ struct ChallengeEndpointTests {
                         + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"keyId\"")
             _ = socket.readToEnd(timeout: .milliseconds(200))
         }
-        #expect(eventually { gateway.accessLogText().contains("cut-body-1") }, "\(gateway.accessLogText())")
-        let line = try #require(gateway.accessLogText().split(separator: "\n").first { $0.contains("cut-body-1") })
-        let entry = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let entry = try #require(gateway.accessLogEntry(requestID: "cut-body-1"), "\(gateway.accessLogText())")
         #expect(entry["status"] as? Int == 499)
         #expect(entry["route"] as? String == "validate")
         let metrics = try gateway.admin("GET", "/metrics")

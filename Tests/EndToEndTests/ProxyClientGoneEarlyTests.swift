@@ -35,9 +35,7 @@ struct ProxyClientGoneEarlyTests {
             #expect(eventually(5) { relay.held == 1 }, "the second tenant's lease is held")
         }
         // The client is gone; the lease arrives after it.
-        #expect(eventually(5) { gateway.accessLogText().contains("gone-early-1") }, "\(gateway.accessLogText())")
-        let line = try #require(gateway.accessLogText().split(separator: "\n").first { $0.contains("gone-early-1") })
-        let entry = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let entry = try #require(gateway.accessLogEntry(requestID: "gone-early-1"), "\(gateway.accessLogText())")
         #expect(entry["status"] as? Int == 499)
         #expect(upstream.records.count == before, "nothing of the request reached the upstream")
         let metrics = String(decoding: try gateway.admin("GET", "/metrics").body, as: UTF8.self)
@@ -69,9 +67,7 @@ struct EndpointClientGoneTests {
                         + "X-Bundle-ID: com.example.app\r\nX-Request-ID: gone-before-answer-1\r\nContent-Length: 5\r\n\r\nhel")
             #expect(eventually(5) { relay.held == 1 }, "the challenge script is held")
         }
-        #expect(eventually(5) { gateway.accessLogText().contains("gone-before-answer-1") }, "\(gateway.accessLogText())")
-        let line = try #require(gateway.accessLogText().split(separator: "\n").first { $0.contains("gone-before-answer-1") })
-        let entry = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let entry = try #require(gateway.accessLogEntry(requestID: "gone-before-answer-1"), "\(gateway.accessLogText())")
         #expect(entry["status"] as? Int == 499)
     }
 }
